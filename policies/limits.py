@@ -1,0 +1,31 @@
+"""Resource limits for sandboxed commands: pure values, enforced by the sandbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """CPU, memory, process and time limits for one sandbox.
+
+    >>> Limits().memory_mb
+    2048
+    >>> Limits(memory_mb=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: memory_mb must be positive, got 0
+    """
+
+    cpus: float = 1.0
+    memory_mb: int = 2048  # swap included: the container gets no swap beyond this
+    pids: int = 256
+    tmp_mb: int = 256  # size of the tmpfs mounted at /tmp
+    command_timeout_s: float = 300.0  # per command, enforced inside the container
+    total_timeout_s: float = 1800.0  # all commands of one sandbox together
+
+    def __post_init__(self) -> None:
+        for name in ("cpus", "memory_mb", "pids", "tmp_mb", "command_timeout_s", "total_timeout_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be positive, got {value!r}")
