@@ -1,0 +1,26 @@
+# The default sandbox image: Python 3, pytest and git, a non-root user, WORKDIR /workspace.
+# BASE is a build argument: a registry image (python:3.12-slim) or a local one. `worker sandbox
+# build` makes `worker-base:bookworm` offline with debootstrap when no registry is reachable; that
+# base already holds python3, venv, pytest and git, so nothing below needs the network then.
+ARG BASE=python:3.11-slim
+FROM ${BASE}
+ARG UID=1000
+USER root
+RUN set -e; \
+    if ! command -v git >/dev/null 2>&1 || ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then \
+        apt-get update && apt-get install -y --no-install-recommends git python3-venv \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi; \
+    python3 -m venv --system-site-packages /opt/venv; \
+    /opt/venv/bin/python -c "import pytest" 2>/dev/null || /opt/venv/bin/pip install --no-cache-dir pytest; \
+    grep -q "^worker:" /etc/passwd || echo "worker:x:${UID}:${UID}:sandbox:/home/worker:/bin/sh" >> /etc/passwd; \
+    grep -q "^worker:" /etc/group || echo "worker:x:${UID}:" >> /etc/group; \
+    mkdir -p /home/worker /workspace; \
+    chown -R ${UID}:${UID} /opt/venv /home/worker /workspace
+ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HOME=/home/worker
+USER ${UID}:${UID}
+WORKDIR /workspace
+CMD ["sleep", "infinity"]

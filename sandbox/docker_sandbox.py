@@ -1,0 +1,262 @@
+"""One disposable, locked-down container per run, and commands run in it with limits.
+
+Lifecycle (`with DockerSandbox(...) as box`) is separate from use (`box.run(...)`). The container is
+removed on every exit path; SIGINT/SIGTERM are held back while it is being removed so a second
+Ctrl-C cannot leave it behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+import uuid
+from base64 import b64decode
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import docker
+import docker.errors
+
+from policies.limits import Limits
+from sandbox.output import OutputCapture
+from sandbox.results import CommandResult
+from worker.errors import SandboxError
+
+LABEL = "worker.sandbox"
+CONTROL_MOUNT = "/run/worker"
+WORKSPACE_MOUNT = "/workspace"
+HOST_CA_BUNDLE = "/etc/ssl/certs"
+# What a command sees of the environment: this and the image's own; nothing of the host's.
+BASE_ENV = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "CI": "1",
+            "PYTHONUNBUFFERED": "1"}
+
+
+class DockerSandbox:
+    """A hardened container with `workspace` mounted at /workspace; run commands with `run`."""
+
+    def __init__(
+        self,
+        *,
+        client: docker.DockerClient,
+        image: str,
+        workspace: Path,
+        control_dir: Path,
+        limits: Limits,
+        output_bytes: int = 16_000,
+        log_dir: Path | None = None,
+        network: bool = False,
+        read_only: bool = True,
+        user: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self._client = client
+        self.image = image
+        self.workspace = workspace
+        self.control_dir = control_dir
+        self.limits = limits
+        self._output_bytes = output_bytes
+        self._log_dir = log_dir
+        self._network = network
+        self._read_only = read_only
+        self._user = user or (f"{os.getuid()}:{os.getgid()}" if os.geteuid() != 0 else "1000:1000")
+        self._labels = {LABEL: "1", "worker.pid": str(os.getpid()), **(labels or {})}
+        self._container: Any = None
+        self._used_s = 0.0
+        self._count = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> DockerSandbox:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Create and start the container (no network, read-only root, no capabilities...)."""
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("runner.py", "reaper.py"):
+            src = resources.files("sandbox").joinpath(name)
+            (self.control_dir / name).write_bytes(src.read_bytes())
+        os.chmod(self.control_dir, 0o755)
+        volumes = {
+            str(self.workspace): {"bind": WORKSPACE_MOUNT, "mode": "rw"},
+            str(self.control_dir): {"bind": CONTROL_MOUNT, "mode": "ro"},
+        }
+        if self._network and os.path.isdir(HOST_CA_BUNDLE):
+            volumes[HOST_CA_BUNDLE] = {"bind": HOST_CA_BUNDLE, "mode": "ro"}
+        memory = f"{self.limits.memory_mb}m"
+        try:
+            self._container = self._client.containers.run(
+                self.image,
+                command=["python3", "-S", f"{CONTROL_MOUNT}/reaper.py"],
+                detach=True,
+                name=f"worker-{uuid.uuid4().hex[:12]}",
+                labels=self._labels,
+                network_mode="bridge" if self._network else "none",
+                read_only=self._read_only,
+                tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777,exec"},
+                user=self._user,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                pids_limit=self.limits.pids,
+                mem_limit=memory,
+                memswap_limit=memory,
+                nano_cpus=int(self.limits.cpus * 1e9),
+                volumes=volumes,
+                working_dir=WORKSPACE_MOUNT,
+                environment=BASE_ENV,
+                auto_remove=False,
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(
+                f"sandbox image {self.image} not found: run `worker sandbox build`"
+            ) from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot start the sandbox: {exc.explanation or exc}") from exc
+
+    def close(self) -> None:
+        """Remove the container, with SIGINT/SIGTERM held back until it is gone."""
+        container, self._container = self._container, None
+        if container is None:
+            return
+        with _signals_held():
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                raise SandboxError(f"could not remove container {container.name}: {exc}") from exc
+
+    @property
+    def container_id(self) -> str:
+        if self._container is None:
+            raise SandboxError("the sandbox is not running")
+        return str(self._container.id)
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def stage(self, name: str, data: bytes) -> str:
+        """Put a file where commands can read (not write) it; returns its path in the container."""
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+        (self.control_dir / safe).write_bytes(data)
+        os.chmod(self.control_dir / safe, 0o644)
+        return f"{CONTROL_MOUNT}/{safe}"
+
+    def run(
+        self, command: str, *, timeout_s: float | None = None, capture_file: str | None = None,
+    ) -> CommandResult:
+        """Run `command` with /bin/sh in /workspace, killed (whole tree) at the time limit."""
+        if self._container is None:
+            raise SandboxError("the sandbox is not running")
+        remaining_total = self.limits.total_timeout_s - self._used_s
+        if remaining_total <= 0:
+            raise SandboxError(f"the sandbox's total time limit ({self.limits.total_timeout_s:g}s) is spent")
+        limit = min(timeout_s or self.limits.command_timeout_s, remaining_total)
+        self._count += 1
+        log_path = self._log_dir / f"command-{self._count:03d}.log" if self._log_dir else None
+        capture = OutputCapture(keep_bytes=self._output_bytes, log_path=log_path,
+                                log_max_bytes=64 * 1024 * 1024)
+        trailer = bytearray()
+        started = time.monotonic()
+        api = self._client.api
+        try:
+            exec_id = api.exec_create(
+                self._container.id,
+                ["python3", "-S", f"{CONTROL_MOUNT}/runner.py", f"{limit:.3f}",
+                 capture_file or "", command],
+                user=self._user, workdir=WORKSPACE_MOUNT, environment=BASE_ENV,
+            )["Id"]
+            backstop = threading.Timer(limit + 15.0, self._kill_all)
+            backstop.daemon = True
+            backstop.start()
+            try:
+                for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                    if out:
+                        capture.feed(out)
+                    if err:
+                        trailer += err
+            finally:
+                backstop.cancel()
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"running a command failed: {exc.explanation or exc}") from exc
+        finally:
+            capture.close()
+            self._used_s += time.monotonic() - started
+        result = _parse_trailer(bytes(trailer))
+        exit_code = result.get("exit_code")
+        runner_died = exit_code is None  # killed by the OOM killer, or by the backstop
+        if runner_died:
+            exit_code = api.exec_inspect(exec_id).get("ExitCode") or 137
+        captured = result.get("capture")
+        return CommandResult(
+            command=command,
+            exit_code=int(exit_code),
+            duration_s=float(result.get("duration_s", time.monotonic() - started)),
+            timed_out=bool(result.get("timed_out", time.monotonic() - started >= limit)),
+            oom_killed=bool(result.get("oom_killed")) or (runner_died and self._oom_flagged()),
+            output=capture.text(),
+            output_bytes=capture.total,
+            truncated=capture.truncated,
+            log_path=log_path,
+            captured=b64decode(captured) if captured else None,
+        )
+
+    def _kill_all(self) -> None:
+        # Last resort when the in-container limit did not end the command in time.
+        try:
+            self._client.api.exec_start(self._client.api.exec_create(
+                self.container_id, ["python3", "-S", "-c", "import os; os.kill(-1, 9)"],
+                user=self._user)["Id"])
+        except (docker.errors.APIError, SandboxError):
+            pass
+
+    def _oom_flagged(self) -> bool:
+        try:
+            self._container.reload()
+            return bool(self._container.attrs["State"].get("OOMKilled"))
+        except docker.errors.APIError:
+            return False
+
+
+def _parse_trailer(data: bytes) -> dict[str, Any]:
+    for line in reversed(data.decode("utf-8", "replace").splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                parsed = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+    return {}
+
+
+class _signals_held:
+    """Block SIGINT and SIGTERM (main thread only) for the duration of a `with` block."""
+
+    SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+    def __enter__(self) -> None:
+        self._active = threading.current_thread() is threading.main_thread()
+        if self._active:
+            signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._active:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, self.SIGNALS)
+
+
+def remove_dir(path: Path) -> None:
+    """Remove a run directory even where the container left files owned by another user."""
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,168 @@
+"""Build the sandbox image, offline when no registry is reachable.
+
+Order of preference for the base: an image the user named; else `python:3.11-slim` if present or
+pullable; else `worker-base:bookworm`, made from Debian packages with debootstrap and
+`docker import`. The Dockerfile is then built on top. Every step is skipped when its result
+already exists, so a second `worker sandbox build` is a no-op in seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from worker.errors import ImageError
+
+DEFAULT_IMAGE = "worker-sandbox:latest"
+REGISTRY_BASE = "python:3.11-slim"
+OFFLINE_BASE = "worker-base:bookworm"
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+DEBIAN_PACKAGES = ("python3", "python3-venv", "python3-pytest", "python3-pip", "git", "ca-certificates")
+LABEL_RECIPE = "worker.recipe"
+
+Progress = Callable[[str], None]
+
+
+def dockerfile_text() -> str:
+    """The Dockerfile of the default sandbox image (shipped inside the package)."""
+    return resources.files("sandbox").joinpath("Dockerfile").read_text(encoding="utf-8")
+
+
+def image_exists(client: docker.DockerClient, name: str) -> bool:
+    """True when `name` is present locally."""
+    try:
+        client.images.get(name)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def recipe_hash(dockerfile: str, base_id: str) -> str:
+    """What determines the built image: the Dockerfile and the exact base image."""
+    return hashlib.sha256(f"{base_id}\n{dockerfile}".encode()).hexdigest()
+
+
+def ensure_image(
+    client: docker.DockerClient,
+    *,
+    name: str = DEFAULT_IMAGE,
+    base: str | None = None,
+    progress: Progress = lambda _msg: None,
+) -> str:
+    """Make sure the sandbox image `name` exists and is current; return its id."""
+    base_name = base or _choose_base(client, progress)
+    base_id = client.images.get(base_name).id
+    text = dockerfile_text()
+    recipe = recipe_hash(text, base_id)
+    try:
+        current = client.images.get(name)
+        if current.labels.get(LABEL_RECIPE) == recipe:
+            progress(f"image {name} is up to date ({current.short_id})")
+            return str(current.id)
+    except docker.errors.ImageNotFound:
+        pass
+    progress(f"building {name} on {base_name}")
+    with tempfile.TemporaryDirectory(prefix="worker-build-") as ctx:
+        Path(ctx, "Dockerfile").write_text(text, encoding="utf-8")
+        try:
+            image, logs = client.images.build(
+                path=ctx,
+                tag=name,
+                buildargs={"BASE": base_name},
+                labels={LABEL_RECIPE: recipe},
+                rm=True,
+                forcerm=True,
+                pull=False,
+            )
+        except docker.errors.BuildError as exc:
+            tail = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)[-800:]
+            raise ImageError(f"building {name} failed: {exc.msg}\n{tail}") from exc
+        except docker.errors.APIError as exc:
+            raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
+    for chunk in logs:
+        line = str(chunk.get("stream", "")).strip()
+        if line.startswith("Step "):
+            progress(line)
+    progress(f"built {name} ({image.short_id})")
+    return str(image.id)
+
+
+def _choose_base(client: docker.DockerClient, progress: Progress) -> str:
+    for candidate in (REGISTRY_BASE, OFFLINE_BASE):
+        if image_exists(client, candidate):
+            return candidate
+    progress(f"pulling {REGISTRY_BASE}")
+    try:
+        client.images.pull(REGISTRY_BASE)
+        return REGISTRY_BASE
+    except docker.errors.APIError as exc:
+        progress(f"cannot pull {REGISTRY_BASE} ({_first_line(exc)}); building a base offline")
+    build_offline_base(client, name=OFFLINE_BASE, progress=progress)
+    return OFFLINE_BASE
+
+
+def build_offline_base(
+    client: docker.DockerClient, *, name: str = OFFLINE_BASE, progress: Progress
+) -> None:
+    """debootstrap a minimal Debian with Python, pytest and git, and `docker import` it."""
+    debootstrap = shutil.which("debootstrap")
+    if debootstrap is None:
+        raise ImageError(
+            "no base image can be pulled and debootstrap is missing: "
+            "install it (apt-get install -y debootstrap) or pass --base IMAGE"
+        )
+    with tempfile.TemporaryDirectory(prefix="worker-rootfs-") as root:
+        cmd = [
+            debootstrap,
+            "--variant=minbase",
+            f"--include={','.join(DEBIAN_PACKAGES)}",
+            DEBIAN_SUITE,
+            root,
+            DEBIAN_MIRROR,
+        ]
+        progress(f"debootstrap {DEBIAN_SUITE} (about a minute)")
+        _run_streaming(cmd, progress, every=40)
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            shutil.rmtree(Path(root, junk), ignore_errors=True)
+        progress(f"importing the root filesystem as {name}")
+        tar = subprocess.Popen(["tar", "-C", root, "-c", "."], stdout=subprocess.PIPE)
+        try:
+            assert tar.stdout is not None
+            client.api.import_image_from_data(
+                tar.stdout, repository=name.split(":")[0], tag=name.split(":")[1]
+            )
+        finally:
+            if tar.stdout is not None:
+                tar.stdout.close()
+            tar.wait()
+    if not image_exists(client, name):
+        raise ImageError(f"docker import did not produce {name}")
+    progress(f"base image {name} ready")
+
+
+def _run_streaming(cmd: list[str], progress: Progress, *, every: int) -> None:
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    )
+    assert proc.stdout is not None
+    tail: list[str] = []
+    for n, line in enumerate(proc.stdout):
+        tail = (tail + [line.rstrip()])[-20:]
+        if n % every == 0:
+            progress(f"  {line.strip()[:100]}")
+    if proc.wait() != 0:
+        raise ImageError(f"{Path(cmd[0]).name} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(getattr(exc, "explanation", None) or exc)
+    return text.splitlines()[0][:160] if text else type(exc).__name__

@@ -1,0 +1,150 @@
+"""A copy of the user's working tree for one run, and the diff of what the run changed.
+
+The copy holds the files git would show (tracked, with uncommitted edits, plus untracked files that
+are not ignored) and no `.git`: history is where answers leak. Links whose target leaves the tree
+are not copied. Changes are tracked by a private "shadow" git directory that lives beside the copy,
+outside anything the container can see; the user's repository is only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from worker.errors import SandboxError, UsageError
+
+# Directories never copied from a tree that is not a git repository.
+NOISE_DIRS = frozenset(
+    {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", "node_modules",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs"}
+)
+# Never part of a diff, whatever the tree's own .gitignore says.
+SHADOW_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n*.egg-info/\n"
+SANDBOX_UID = 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workspace:
+    """A run's copy of the tree (`path`) and its shadow git directory (`git_dir`)."""
+
+    path: Path
+    git_dir: Path
+    skipped_links: tuple[str, ...] = field(default=())
+
+    def git(self, *args: str, input_bytes: bytes | None = None) -> bytes:
+        """Run git on the copy with the shadow directory, ignoring every user and system config."""
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "GIT_DIR": str(self.git_dir),
+            "GIT_WORK_TREE": str(self.path),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "HOME": str(self.git_dir),
+            "LC_ALL": "C",
+        }
+        proc = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+             "-c", "user.name=worker", "-c", "user.email=worker@localhost", *args],
+            cwd=self.path, env=env, input=input_bytes, capture_output=True, check=False,
+        )
+        if proc.returncode != 0:
+            raise SandboxError(f"git {args[0]} failed: {proc.stderr.decode(errors='replace')[:400]}")
+        return proc.stdout
+
+    def diff(self) -> str:
+        """The unified diff (binary-safe) from the snapshot to the copy as it is now."""
+        self.git("add", "-A", ".")
+        return self.git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff",
+                        "snapshot").decode("utf-8", "replace")
+
+    def changed_files(self) -> list[str]:
+        """Paths that differ from the snapshot."""
+        self.git("add", "-A", ".")
+        out = self.git("diff", "--cached", "--name-only", "-z", "snapshot")
+        return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+    def export_snapshot(self, dest: Path) -> None:
+        """Write the original snapshot (not the edits) into the empty directory `dest`."""
+        tar = self.git("archive", "--format=tar", "snapshot")
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+
+
+def snapshot(repo: Path, dest: Path, *, owner_uid: int | None = SANDBOX_UID) -> Workspace:
+    """Copy the working tree of `repo` into `dest/workspace` and record it as the snapshot."""
+    repo = repo.resolve()
+    if not repo.is_dir():
+        raise UsageError(f"repository not found: {repo}")
+    files = _list_files(repo)
+    ws = dest / "workspace"
+    ws.mkdir(parents=True)
+    skipped: list[str] = []
+    for rel in files:
+        src = repo / rel
+        target = ws / rel
+        if not src.is_symlink() and not src.is_file():
+            continue  # deleted but still tracked, a submodule, a socket: nothing to copy
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            link = os.readlink(src)
+            if not _link_stays_inside(repo, rel, link):
+                skipped.append(rel)
+                continue
+            os.symlink(link, target)
+        else:
+            shutil.copy2(src, target, follow_symlinks=False)
+    workspace = Workspace(path=ws, git_dir=dest / "shadow.git", skipped_links=tuple(skipped))
+    workspace.git("init", "-q")
+    (workspace.git_dir / "info").mkdir(exist_ok=True)
+    (workspace.git_dir / "info" / "exclude").write_text(SHADOW_EXCLUDES)
+    workspace.git("add", "-A", ".")
+    workspace.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "snapshot")
+    workspace.git("tag", "snapshot")
+    if owner_uid is not None and os.geteuid() == 0:
+        _chown_tree(ws, owner_uid)
+    return workspace
+
+
+def make_run_dir(prefix: str = "worker-run-") -> Path:
+    """A private directory for one run's copies and logs."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def _list_files(repo: Path) -> list[str]:
+    probe = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--show-toplevel"],
+        capture_output=True, text=True, check=False,
+    )
+    if probe.returncode != 0:
+        return _walk(repo)
+    out = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True, check=True, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+    ).stdout
+    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def _walk(repo: Path) -> list[str]:
+    found: list[str] = []
+    for top, dirs, names in os.walk(repo):
+        dirs[:] = [d for d in dirs if d not in NOISE_DIRS]
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
+            found.append(os.path.relpath(os.path.join(top, name), repo))
+    return sorted(found)
+
+
+def _link_stays_inside(repo: Path, rel: str, link: str) -> bool:
+    if os.path.isabs(link):
+        return False
+    resolved = os.path.normpath(os.path.join(os.path.dirname(rel), link))
+    return not (resolved == ".." or resolved.startswith("../") or os.path.isabs(resolved))
+
+
+def _chown_tree(root: Path, uid: int) -> None:
+    os.chown(root, uid, uid)
+    for top, dirs, names in os.walk(root):
+        for name in dirs + names:
+            os.chown(os.path.join(top, name), uid, uid, follow_symlinks=False)
