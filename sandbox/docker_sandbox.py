@@ -33,8 +33,13 @@ CONTROL_MOUNT = "/run/worker"
 WORKSPACE_MOUNT = "/workspace"
 HOST_CA_BUNDLE = "/etc/ssl/certs"
 # What a command sees of the environment: this and the image's own; nothing of the host's.
-BASE_ENV = {"HOME": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", "CI": "1",
-            "PYTHONUNBUFFERED": "1"}
+BASE_ENV = {
+    "HOME": "/tmp",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "LANG": "C.UTF-8",
+    "CI": "1",
+    "PYTHONUNBUFFERED": "1",
+}
 
 
 class DockerSandbox:
@@ -77,7 +82,9 @@ class DockerSandbox:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -154,28 +161,43 @@ class DockerSandbox:
         return f"{CONTROL_MOUNT}/{safe}"
 
     def run(
-        self, command: str, *, timeout_s: float | None = None, capture_file: str | None = None,
+        self,
+        command: str,
+        *,
+        timeout_s: float | None = None,
+        capture_file: str | None = None,
     ) -> CommandResult:
         """Run `command` with /bin/sh in /workspace, killed (whole tree) at the time limit."""
         if self._container is None:
             raise SandboxError("the sandbox is not running")
         remaining_total = self.limits.total_timeout_s - self._used_s
         if remaining_total <= 0:
-            raise SandboxError(f"the sandbox's total time limit ({self.limits.total_timeout_s:g}s) is spent")
+            raise SandboxError(
+                f"the sandbox's total time limit ({self.limits.total_timeout_s:g}s) is spent"
+            )
         limit = min(timeout_s or self.limits.command_timeout_s, remaining_total)
         self._count += 1
         log_path = self._log_dir / f"command-{self._count:03d}.log" if self._log_dir else None
-        capture = OutputCapture(keep_bytes=self._output_bytes, log_path=log_path,
-                                log_max_bytes=64 * 1024 * 1024)
+        capture = OutputCapture(
+            keep_bytes=self._output_bytes, log_path=log_path, log_max_bytes=64 * 1024 * 1024
+        )
         trailer = bytearray()
         started = time.monotonic()
         api = self._client.api
         try:
             exec_id = api.exec_create(
                 self._container.id,
-                ["python3", "-S", f"{CONTROL_MOUNT}/runner.py", f"{limit:.3f}",
-                 capture_file or "", command],
-                user=self._user, workdir=WORKSPACE_MOUNT, environment=BASE_ENV,
+                [
+                    "python3",
+                    "-S",
+                    f"{CONTROL_MOUNT}/runner.py",
+                    f"{limit:.3f}",
+                    capture_file or "",
+                    command,
+                ],
+                user=self._user,
+                workdir=WORKSPACE_MOUNT,
+                environment=BASE_ENV,
             )["Id"]
             backstop = threading.Timer(limit + 15.0, self._kill_all)
             backstop.daemon = True
@@ -215,9 +237,13 @@ class DockerSandbox:
     def _kill_all(self) -> None:
         # Last resort when the in-container limit did not end the command in time.
         try:
-            self._client.api.exec_start(self._client.api.exec_create(
-                self.container_id, ["python3", "-S", "-c", "import os; os.kill(-1, 9)"],
-                user=self._user)["Id"])
+            self._client.api.exec_start(
+                self._client.api.exec_create(
+                    self.container_id,
+                    ["python3", "-S", "-c", "import os; os.kill(-1, 9)"],
+                    user=self._user,
+                )["Id"]
+            )
         except (docker.errors.APIError, SandboxError):
             pass
 

@@ -26,7 +26,14 @@ REGISTRY_BASE = "python:3.11-slim"
 OFFLINE_BASE = "worker-base:bookworm"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-DEBIAN_PACKAGES = ("python3", "python3-venv", "python3-pytest", "python3-pip", "git", "ca-certificates")
+DEBIAN_PACKAGES = (
+    "python3",
+    "python3-venv",
+    "python3-pytest",
+    "python3-pip",
+    "git",
+    "ca-certificates",
+)
 LABEL_RECIPE = "worker.recipe"
 
 Progress = Callable[[str], None]
@@ -160,7 +167,9 @@ def _run_streaming(cmd: list[str], progress: Progress, *, every: int) -> None:
         if n % every == 0:
             progress(f"  {line.strip()[:100]}")
     if proc.wait() != 0:
-        raise ImageError(f"{Path(cmd[0]).name} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+        raise ImageError(
+            f"{Path(cmd[0]).name} failed (exit {proc.returncode}):\n" + "\n".join(tail)
+        )
 
 
 def _first_line(exc: Exception) -> str:

@@ -6,18 +6,21 @@ runner's kill(-1) after each command never takes the container down. Stdlib only
 
 import os
 import signal
-import time
 
 
 def main():
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, signal.SIGTERM})
     while True:
-        try:
-            os.waitpid(-1, 0)
-        except ChildProcessError:
-            time.sleep(0.5)
-        except InterruptedError:
-            pass
+        sig = signal.sigtimedwait({signal.SIGCHLD, signal.SIGTERM}, 1.0)
+        if sig is not None and sig.si_signo == signal.SIGTERM:
+            os._exit(0)
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
 
 
 if __name__ == "__main__":

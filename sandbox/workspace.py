@@ -19,8 +19,20 @@ from worker.errors import SandboxError, UsageError
 
 # Directories never copied from a tree that is not a git repository.
 NOISE_DIRS = frozenset(
-    {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", "node_modules",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+    }
 )
 # Never part of a diff, whatever the tree's own .gitignore says.
 SHADOW_EXCLUDES = "__pycache__/\n*.pyc\n.pytest_cache/\n*.egg-info/\n"
@@ -47,19 +59,36 @@ class Workspace:
             "LC_ALL": "C",
         }
         proc = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-             "-c", "user.name=worker", "-c", "user.email=worker@localhost", *args],
-            cwd=self.path, env=env, input=input_bytes, capture_output=True, check=False,
+            [
+                "git",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "user.name=worker",
+                "-c",
+                "user.email=worker@localhost",
+                *args,
+            ],
+            cwd=self.path,
+            env=env,
+            input=input_bytes,
+            capture_output=True,
+            check=False,
         )
         if proc.returncode != 0:
-            raise SandboxError(f"git {args[0]} failed: {proc.stderr.decode(errors='replace')[:400]}")
+            raise SandboxError(
+                f"git {args[0]} failed: {proc.stderr.decode(errors='replace')[:400]}"
+            )
         return proc.stdout
 
     def diff(self) -> str:
         """The unified diff (binary-safe) from the snapshot to the copy as it is now."""
         self.git("add", "-A", ".")
-        return self.git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff",
-                        "snapshot").decode("utf-8", "replace")
+        return self.git(
+            "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "snapshot"
+        ).decode("utf-8", "replace")
 
     def changed_files(self) -> list[str]:
         """Paths that differ from the snapshot."""
@@ -116,13 +145,17 @@ def make_run_dir(prefix: str = "worker-run-") -> Path:
 def _list_files(repo: Path) -> list[str]:
     probe = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--show-toplevel"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if probe.returncode != 0:
         return _walk(repo)
     out = subprocess.run(
         ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True, check=True, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        capture_output=True,
+        check=True,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
     ).stdout
     return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
 

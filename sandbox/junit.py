@@ -1,0 +1,108 @@
+"""Parse JUnit XML (as pytest writes it) into a compact, typed test summary."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+TRACEBACK_LINES = 25
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestFailure:
+    """One failing or erroring test: its id, the kind, the message and a trimmed traceback."""
+
+    test_id: str
+    kind: str  # "failure" or "error"
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestSummary:
+    """Counts and failures of one test run."""
+
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    failures: tuple[TestFailure, ...]
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors + self.skipped
+
+    @property
+    def all_passed(self) -> bool:
+        """At least one test ran and none failed or errored."""
+        return self.failed == 0 and self.errors == 0 and self.passed > 0
+
+    def failing_ids(self) -> list[str]:
+        return [f.test_id for f in self.failures]
+
+
+def parse_junit(xml_bytes: bytes) -> TestSummary:
+    """Summarise a JUnit XML document; ValueError if it is not one."""
+    try:
+        root = ET.fromstring(xml_bytes)
+    except ET.ParseError as exc:
+        raise ValueError(f"not JUnit XML: {exc}") from exc
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    if root.tag not in ("testsuite", "testsuites"):
+        raise ValueError(f"not JUnit XML: root element <{root.tag}>")
+    passed = failed = errors = skipped = 0
+    failures: list[TestFailure] = []
+    for suite in suites:
+        for case in suite.iter("testcase"):
+            test_id = _test_id(case)
+            outcome = None
+            for child in case:
+                if child.tag in ("failure", "error", "skipped"):
+                    outcome = child
+                    break
+            if outcome is None:
+                passed += 1
+            elif outcome.tag == "skipped":
+                skipped += 1
+            else:
+                if outcome.tag == "failure":
+                    failed += 1
+                else:
+                    errors += 1
+                failures.append(
+                    TestFailure(
+                        test_id=test_id,
+                        kind=outcome.tag,
+                        message=(outcome.get("message") or "").strip()[:500],
+                        traceback=_trim(outcome.text or ""),
+                    )
+                )
+    return TestSummary(
+        passed=passed, failed=failed, errors=errors, skipped=skipped, failures=tuple(failures)
+    )
+
+
+def _test_id(case: ET.Element) -> str:
+    """pytest's node id rebuilt from classname ("pkg.test_mod.TestClass") and name."""
+    classname = case.get("classname") or ""
+    name = case.get("name") or "?"
+    file = case.get("file")
+    parts = classname.split(".") if classname else []
+    if file:
+        module_parts = file[:-3].replace("/", ".").split(".") if file.endswith(".py") else []
+        rest = parts[len(module_parts) :] if parts[: len(module_parts)] == module_parts else []
+        return "::".join([file, *rest, name])
+    # Without a file attribute: take the longest prefix of lowercase names as the module path.
+    split = len(parts)
+    while split > 0 and parts[split - 1][:1].isupper():
+        split -= 1
+    module = "/".join(parts[:split]) + ".py" if split else ""
+    return "::".join([p for p in [module, *parts[split:], name] if p])
+
+
+def _trim(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    if len(lines) <= TRACEBACK_LINES:
+        return "\n".join(lines)
+    head, tail = lines[:5], lines[-(TRACEBACK_LINES - 6) :]
+    return "\n".join([*head, f"[... {len(lines) - len(head) - len(tail)} lines cut ...]", *tail])

@@ -1,0 +1,122 @@
+"""Run a repository's tests in a sandbox and summarise them from JUnit XML, not from text."""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from sandbox.junit import TestSummary, parse_junit
+from sandbox.results import CommandResult
+from worker.errors import UsageError
+
+DEFAULT_TEST_CMD = "python -m pytest"
+PYTEST_FLAGS = "-q -p no:cacheprovider -o junit_family=xunit1"
+
+
+class CommandRunner(Protocol):
+    """Anything that runs a shell command in a sandbox (DockerSandbox, LocalSandbox)."""
+
+    def run(
+        self, command: str, *, timeout_s: float | None = None, capture_file: str | None = None
+    ) -> CommandResult: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestRun:
+    """One run of the test command: how the command ended and, where JUnit XML came back, why."""
+
+    command: str
+    result: CommandResult
+    summary: TestSummary | None
+
+    @property
+    def passed(self) -> bool:
+        """Exit 0 within limits, and (where known) at least one test ran and none failed."""
+        if not self.result.ok:
+            return False
+        return self.summary is None or self.summary.all_passed
+
+    def headline(self) -> str:
+        """One line: counts, or how the command ended when there are none."""
+        if self.result.timed_out or self.result.oom_killed:
+            return f"tests did not finish: {self.result.describe()}"
+        if self.summary is None:
+            verdict = "passed" if self.result.ok else "failed"
+            return f"test command {verdict} ({self.result.describe()}; no JUnit report)"
+        s = self.summary
+        return (
+            f"{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.skipped} skipped "
+            f"in {self.result.duration_s:.1f}s"
+        )
+
+    def render(self, *, max_failures: int = 10, output_chars: int = 3000) -> str:
+        """A compact report: the headline, failing ids with trimmed tracebacks, output tail."""
+        lines = [self.headline()]
+        if self.summary is not None:
+            for failure in self.summary.failures[:max_failures]:
+                lines.append(f"\n{failure.kind.upper()} {failure.test_id}: {failure.message}")
+                if failure.traceback:
+                    lines.append(failure.traceback)
+            more = len(self.summary.failures) - max_failures
+            if more > 0:
+                lines.append(f"\n[... {more} more failing tests not shown ...]")
+        if self.summary is None or self.summary.total == 0 or not self.summary.failures:
+            if not self.passed and self.result.output:
+                lines.append("\noutput (tail):\n" + self.result.output[-output_chars:])
+        return "\n".join(lines)
+
+
+def is_pytest(test_cmd: str) -> bool:
+    """True for commands that run pytest, so JUnit XML can be asked for."""
+    words = shlex.split(test_cmd)
+    return any(Path(w).name in ("pytest", "py.test") for w in words) or "pytest" in words
+
+
+def detect_test_command(workspace: Path) -> str:
+    """The test command to use when none is given: pytest for Python projects."""
+    markers = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
+    if any((workspace / m).exists() for m in markers) or any(workspace.glob("**/*.py")):
+        return DEFAULT_TEST_CMD
+    raise UsageError(f"cannot tell how to run the tests of {workspace}: pass --test-cmd")
+
+
+def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
+    """Test ids as arguments: refuse anything that would be read as an option."""
+    clean = []
+    for test_id in test_ids:
+        if not test_id or test_id.startswith("-") or "\0" in test_id or "\n" in test_id:
+            raise ValueError(f"not a test id: {test_id!r} (expected e.g. tests/test_x.py::test_y)")
+        clean.append(test_id)
+    return clean
+
+
+def run_tests(
+    box: CommandRunner,
+    *,
+    test_cmd: str = DEFAULT_TEST_CMD,
+    test_ids: Sequence[str] = (),
+    timeout_s: float | None = None,
+) -> TestRun:
+    """Run the test command (or the given test ids) and parse its JUnit report."""
+    ids = " ".join(shlex.quote(t) for t in validate_test_ids(test_ids))
+    junit = None
+    command = test_cmd
+    if is_pytest(test_cmd):
+        junit = f"/tmp/worker-junit-{uuid.uuid4().hex[:8]}.xml"
+        command = f"{test_cmd} {PYTEST_FLAGS} --junitxml={junit}"
+    if ids:
+        command = f"{command} {ids}"
+    if junit:
+        command = f"rm -f {junit}; {command}"
+    result = box.run(command, timeout_s=timeout_s, capture_file=junit)
+    summary = None
+    if result.captured:
+        try:
+            summary = parse_junit(result.captured)
+        except ValueError:
+            summary = None
+    return TestRun(command=command, result=result, summary=summary)

@@ -1,0 +1,112 @@
+"""Shared fixtures: a real Docker daemon, the real sandbox image, real git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from policies.limits import Limits
+from sandbox.client import connect
+from sandbox.docker_sandbox import LABEL
+from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.session import SandboxSession, open_session
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in `repo` with a fixed identity and no user config."""
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    ).stdout
+
+
+MakeRepo = Callable[..., Path]
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> MakeRepo:
+    """Build a real git repository from {path: text}; commit it unless commit=False."""
+    counter = iter(range(1000))
+
+    def make(files: dict[str, str], *, commit: bool = True, name: str | None = None) -> Path:
+        repo = tmp_path / (name or f"repo{next(counter)}")
+        repo.mkdir()
+        git(repo, "init", "-q", "-b", "main")
+        for rel, text in files.items():
+            path = repo / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        if commit:
+            git(repo, "add", "-A")
+            git(repo, "commit", "-q", "-m", "initial")
+        return repo
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[docker.DockerClient]:
+    """The real daemon; the tests fail (not skip) when it is missing."""
+    client = connect()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_client: docker.DockerClient) -> str:
+    """The default sandbox image, built offline if needed."""
+    ensure_image(docker_client)
+    return DEFAULT_IMAGE
+
+
+@pytest.fixture
+def open_sandbox(
+    docker_client: docker.DockerClient, sandbox_image: str, tmp_path: Path
+) -> Iterator[Callable[..., SandboxSession]]:
+    """Open sandboxes on repositories; every one is closed and checked gone at teardown."""
+    stack = []
+
+    def opener(repo: Path, **kwargs: object) -> SandboxSession:
+        limits = kwargs.pop("limits", None) or Limits(memory_mb=512, command_timeout_s=60)
+        cm = open_session(
+            repo,
+            client=docker_client,
+            image=sandbox_image,
+            run_dir=tmp_path / f"run{len(stack)}",
+            limits=limits,
+            **kwargs,
+        )
+        session = cm.__enter__()
+        stack.append((cm, session))
+        return session
+
+    try:
+        yield opener
+    finally:
+        for cm, session in reversed(stack):
+            cid = session.box._container.id if session.box._container else None
+            cm.__exit__(None, None, None)
+            if cid:
+                assert not docker_client.containers.list(all=True, filters={"id": cid})
+
+
+def worker_containers(client: docker.DockerClient) -> list[object]:
+    """Containers labelled as ours, running or not."""
+    return client.containers.list(all=True, filters={"label": LABEL})

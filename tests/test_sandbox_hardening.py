@@ -1,0 +1,116 @@
+"""Each hardening promise of the sandbox, proved from inside a real container."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from policies.limits import Limits
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def box(make_repo, open_sandbox):
+    repo = make_repo({"test_ok.py": "def test_ok():\n    assert True\n"})
+    return open_sandbox(repo, limits=Limits(memory_mb=512, pids=64, command_timeout_s=60)).box
+
+
+def test_only_loopback_and_no_name_resolution(box):
+    r = box.run("ls /sys/class/net")
+    assert r.output.split() == ["lo"]
+    r = box.run("python3 -c \"import socket; socket.getaddrinfo('pypi.org', 443)\"")
+    assert r.exit_code != 0
+    assert "gaierror" in r.output or "Temporary failure" in r.output
+
+
+def test_runs_as_non_root_without_capabilities(box):
+    r = box.run("id -u; grep CapEff /proc/self/status; grep NoNewPrivs /proc/self/status")
+    uid, capeff, nnp = r.output.splitlines()
+    assert uid != "0"
+    assert capeff.split()[1] == "0000000000000000"
+    assert nnp.split()[1] == "1"
+
+
+def test_root_filesystem_is_read_only(box):
+    for target in ("/etc/worker-probe", "/usr/worker-probe", "/usr/lib/python3/x.py"):
+        r = box.run(f"touch {target}")
+        assert r.exit_code != 0
+        assert "Read-only file system" in r.output or "Permission denied" in r.output
+    assert box.run("touch /workspace/ok /tmp/ok").ok
+
+
+def test_tmp_is_size_capped(make_repo, open_sandbox):
+    repo = make_repo({"a.txt": "x"})
+    box = open_sandbox(repo, limits=Limits(tmp_mb=16, memory_mb=512)).box
+    r = box.run("head -c 40000000 /dev/zero > /tmp/fill")
+    assert r.exit_code != 0
+    assert "No space left" in r.output
+
+
+def test_big_allocation_is_killed_and_reported_as_oom(box):
+    r = box.run("python3 -c \"x = bytearray(6 * 1024**3); print('survived')\"")
+    assert r.oom_killed
+    assert not r.ok
+    assert "survived" not in r.output
+    assert "out of memory" in r.describe()
+    # The sandbox is still usable afterwards.
+    assert box.run("echo alive").output.strip() == "alive"
+
+
+def test_fork_loop_is_stopped_by_pids_limit(box):
+    script = (
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(30); os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as e:\n"
+        "    print('fork refused after', n, e.errno)\n"
+    )
+    box.stage("forkloop.py", script.encode())
+    r = box.run("python3 /run/worker/forkloop.py", timeout_s=30)
+    assert "fork refused after" in r.output
+    assert int(r.output.split()[3]) < 64
+    # Every child was killed with the command: a new command can fork again.
+    assert box.run("sh -c 'echo child'").output.strip() == "child"
+
+
+def test_sleeping_forever_is_killed_with_its_process_group(box):
+    r = box.run("sleep 1000 & setsid sleep 1001 & sleep 1002", timeout_s=2)
+    assert r.timed_out
+    assert 2.0 <= r.duration_s < 10
+    # Every process still alive (not a zombie awaiting its reaper), by name.
+    left = box.run("for s in /proc/[0-9]*/stat; do cat $s; echo; done")
+    alive = [
+        line.split()[1] for line in left.output.splitlines() if line and line.split()[2] != "Z"
+    ]
+    assert "(python3)" in alive  # the listing works: it sees the reaper
+    assert "(sleep)" not in alive
+
+
+def test_40mb_of_output_comes_back_capped(box, tmp_path: Path):
+    r = box.run("head -c 40000000 /dev/zero | tr '\\0' 'y'")
+    assert r.ok
+    assert r.output_bytes == 40_000_000
+    assert r.truncated
+    assert len(r.output.encode()) < 20_000
+    assert "bytes of output cut" in r.output
+    assert r.log_path is not None and r.log_path.stat().st_size == 40_000_000
+
+
+def test_environment_does_not_leak_host_secrets(box, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
+    r = box.run("env")
+    assert "OPENAI_API_KEY" not in r.output
+    assert "HOSTNAME" in r.output  # we do see the container's own environment
+
+
+def test_user_repository_is_not_mounted(box):
+    r = box.run("cat /proc/mounts")
+    mounts = [line.split()[1] for line in r.output.splitlines()]
+    assert "/workspace" in mounts
+    assert not any(m.startswith("/work/") or m.startswith("/root") for m in mounts)
