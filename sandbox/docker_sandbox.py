@@ -151,6 +151,16 @@ class DockerSandbox:
             raise SandboxError("the sandbox is not running")
         return str(self._container.id)
 
+    def commit(self, *, repository: str, tag: str, labels: dict[str, str]) -> str:
+        """Save the container's filesystem as an image that starts like the original one."""
+        if self._container is None:
+            raise SandboxError("the sandbox is not running")
+        image = self._container.commit(
+            repository=repository, tag=tag,
+            conf={"Labels": {**labels, "worker.base": self.image}, "Cmd": ["sleep", "infinity"]},
+        )
+        return str(image.id)
+
     # -- use ---------------------------------------------------------------------------------
 
     def stage(self, name: str, data: bytes) -> str:

@@ -1,0 +1,106 @@
+"""Budgets of one run (steps, tokens, cost, wall clock), checked before each model call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from worker.errors import ConfigError
+
+
+def _positive(name: str, value: object, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budgets:
+    """Caps of one run; `None` means no cap (steps are always capped).
+
+    >>> Budgets().max_steps
+    30
+    >>> Budgets(max_steps=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_steps must be a positive number, got 0
+    """
+
+    max_steps: int = 30
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    max_wall_s: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive("max_steps", self.max_steps, optional=False)
+        _positive("max_tokens", self.max_tokens, optional=True)
+        _positive("max_cost_usd", self.max_cost_usd, optional=True)
+        _positive("max_wall_s", self.max_wall_s, optional=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetUsage:
+    """What a run has used so far; `cost_usd=None` means the cost is unknown (no price)."""
+
+    steps: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = 0.0
+    elapsed_s: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens together."""
+        return self.tokens_in + self.tokens_out
+
+
+def check(budgets: Budgets, usage: BudgetUsage) -> str | None:
+    """The reason the run must stop before its next model call, or None to go on.
+
+    >>> check(Budgets(max_steps=3), BudgetUsage(steps=2)) is None
+    True
+    >>> check(Budgets(max_steps=3), BudgetUsage(steps=3))
+    'step budget exhausted: 3 of 3 steps used (max_steps)'
+    """
+    if usage.steps >= budgets.max_steps:
+        return f"step budget exhausted: {usage.steps} of {budgets.max_steps} steps used (max_steps)"
+    if budgets.max_tokens is not None and usage.tokens >= budgets.max_tokens:
+        return (
+            f"token budget exhausted: {usage.tokens} of {budgets.max_tokens} tokens used "
+            f"({usage.tokens_in} in, {usage.tokens_out} out; max_tokens)"
+        )
+    if budgets.max_cost_usd is not None:
+        if usage.cost_usd is None:
+            # validate_cost_cap should have refused this run; stop rather than spend blind.
+            return "cost budget cannot be checked: the cost so far is unknown (max_cost_usd)"
+        if usage.cost_usd >= budgets.max_cost_usd:
+            return (
+                f"cost budget exhausted: ${usage.cost_usd:.4f} of "
+                f"${budgets.max_cost_usd:.4f} spent (max_cost_usd)"
+            )
+    if budgets.max_wall_s is not None and usage.elapsed_s >= budgets.max_wall_s:
+        return (
+            f"time budget exhausted: {usage.elapsed_s:.0f}s of {budgets.max_wall_s:.0f}s "
+            "elapsed (max_wall_s)"
+        )
+    return None
+
+
+def validate_cost_cap(budgets: Budgets, price_known: bool, *, model: str | None = None) -> None:
+    """Refuse, before a run starts, a cost cap that cannot be enforced for lack of a price.
+
+    >>> validate_cost_cap(Budgets(max_cost_usd=1.0), price_known=True)
+    >>> validate_cost_cap(Budgets(max_cost_usd=1.0), price_known=False, model="m")
+    Traceback (most recent call last):
+    ...
+    worker.errors.ConfigError: max_cost_usd is set ($1.00) but model 'm' has no known price: \
+add [tool.worker.prices."m"] with input and output in USD per million tokens, or remove max_cost_usd
+    """
+    if budgets.max_cost_usd is None or price_known:
+        return
+    name = model or "<model>"
+    raise ConfigError(
+        f"max_cost_usd is set (${budgets.max_cost_usd:.2f}) but model {name!r} has no known "
+        f'price: add [tool.worker.prices."{name}"] with input and output in USD per million '
+        "tokens, or remove max_cost_usd"
+    )

@@ -1,0 +1,74 @@
+"""`worker sandbox build | run-tests | prune`: the sandbox on its own, for local debugging."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from policies.config import load_config
+from sandbox.client import connect
+from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.prune import prune as prune_containers
+from sandbox.session import open_session
+from sandbox.setup_cache import prepare_setup_image
+from sandbox.testrun import detect_test_command
+from sandbox.testrun import run_tests as run_test_cmd
+from sandbox.workspace import make_run_dir
+from worker.errors import UsageError
+
+
+def _progress(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+def build(args: argparse.Namespace) -> int:
+    """Build (or confirm) the sandbox image."""
+    client = connect(timeout_s=900)
+    ensure_image(client, name=args.image or DEFAULT_IMAGE, base=args.base, progress=_progress)
+    return 0
+
+
+def prune(args: argparse.Namespace) -> int:
+    """Remove leftover sandbox containers."""
+    removed = prune_containers(connect(), everything=args.all)
+    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    return 0
+
+
+def run_tests(args: argparse.Namespace) -> int:
+    """Run the repository's tests in a fresh sandbox; exit 0 when they pass, 1 when not."""
+    repo = args.repo.resolve()
+    if not repo.is_dir():
+        raise UsageError(f"repository not found: {args.repo}")
+    config = load_config(repo, preset=args.policy)
+    client = connect()
+    image = args.image or config.image or DEFAULT_IMAGE
+    if image == DEFAULT_IMAGE:
+        ensure_image(client, progress=_progress)
+    setup = args.setup or config.setup
+    if setup:
+        image, _ = prepare_setup_image(client, base_image=image, command=setup, repo=repo,
+                                       limits=config.limits, progress=_progress)
+    run_dir = make_run_dir()
+    with open_session(repo, client=client, image=image, run_dir=run_dir, limits=config.limits,
+                      output_bytes=config.truncation.max_bytes) as session:
+        test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
+        test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
+    if args.json:
+        payload = {
+            "passed": test_run.passed,
+            "command": test_run.command,
+            "exit_code": test_run.result.exit_code,
+            "timed_out": test_run.result.timed_out,
+            "oom_killed": test_run.result.oom_killed,
+            "duration_s": round(test_run.result.duration_s, 3),
+            "summary": asdict(test_run.summary) if test_run.summary else None,
+            "log": str(test_run.result.log_path),
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        print(test_run.render())
+        print(f"full log: {test_run.result.log_path}")
+    return 0 if test_run.passed else 1
