@@ -156,7 +156,8 @@ class DockerSandbox:
         if self._container is None:
             raise SandboxError("the sandbox is not running")
         image = self._container.commit(
-            repository=repository, tag=tag,
+            repository=repository,
+            tag=tag,
             conf={"Labels": {**labels, "worker.base": self.image}, "Cmd": ["sleep", "infinity"]},
         )
         return str(image.id)
@@ -226,14 +227,15 @@ class DockerSandbox:
             capture.close()
             self._used_s += time.monotonic() - started
         result = _parse_trailer(bytes(trailer))
-        exit_code = result.get("exit_code")
-        runner_died = exit_code is None  # killed by the OOM killer, or by the backstop
+        runner_died = result.get("exit_code") is None  # killed by the OOM killer, or the backstop
         if runner_died:
-            exit_code = api.exec_inspect(exec_id).get("ExitCode") or 137
+            exit_code = int(api.exec_inspect(exec_id).get("ExitCode") or 137)
+        else:
+            exit_code = int(result["exit_code"])
         captured = result.get("capture")
         return CommandResult(
             command=command,
-            exit_code=int(exit_code),
+            exit_code=exit_code,
             duration_s=float(result.get("duration_s", time.monotonic() - started)),
             timed_out=bool(result.get("timed_out", time.monotonic() - started >= limit)),
             oom_killed=bool(result.get("oom_killed")) or (runner_died and self._oom_flagged()),

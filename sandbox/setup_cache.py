@@ -22,9 +22,20 @@ from worker.errors import SandboxError
 
 SETUP_REPOSITORY = "worker-setup"
 DEPENDENCY_FILES = (
-    "pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "requirements-dev.txt",
-    "requirements-test.txt", "Pipfile", "Pipfile.lock", "poetry.lock", "uv.lock", "pdm.lock",
-    "environment.yml", "package.json", "package-lock.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "pdm.lock",
+    "environment.yml",
+    "package.json",
+    "package-lock.json",
 )
 
 
@@ -65,9 +76,15 @@ def prepare_setup_image(
     try:
         workspace = snapshot(repo, run_dir)
         box = DockerSandbox(
-            client=client, image=base_image, workspace=workspace.path,
-            control_dir=run_dir / "control", limits=limits, log_dir=run_dir / "logs",
-            network=True, read_only=False, labels={"worker.phase": "setup"},
+            client=client,
+            image=base_image,
+            workspace=workspace.path,
+            control_dir=run_dir / "control",
+            limits=limits,
+            log_dir=run_dir / "logs",
+            network=True,
+            read_only=False,
+            labels={"worker.phase": "setup"},
         )
         with box:
             result = box.run(command, timeout_s=timeout_s)
@@ -76,8 +93,7 @@ def prepare_setup_image(
                     f"set-up command failed ({result.describe()}): {command}\n"
                     + result.output[-2000:]
                 )
-            box.commit(repository=SETUP_REPOSITORY, tag=key,
-                       labels={"worker.setup": command[:200]})
+            box.commit(repository=SETUP_REPOSITORY, tag=key, labels={"worker.setup": command[:200]})
     finally:
         remove_dir(run_dir)
     progress(f"set-up done in {result.duration_s:.1f}s, cached as {tag}")

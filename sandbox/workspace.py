@@ -133,7 +133,7 @@ def snapshot(repo: Path, dest: Path, *, owner_uid: int | None = SANDBOX_UID) -> 
     workspace.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "snapshot")
     workspace.git("tag", "snapshot")
     if owner_uid is not None and os.geteuid() == 0:
-        _chown_tree(ws, owner_uid)
+        chown_tree(ws, owner_uid)
     return workspace
 
 
@@ -176,7 +176,8 @@ def _link_stays_inside(repo: Path, rel: str, link: str) -> bool:
     return not (resolved == ".." or resolved.startswith("../") or os.path.isabs(resolved))
 
 
-def _chown_tree(root: Path, uid: int) -> None:
+def chown_tree(root: Path, uid: int) -> None:
+    """Give a tree to the sandbox user (links themselves, not their targets)."""
     os.chown(root, uid, uid)
     for top, dirs, names in os.walk(root):
         for name in dirs + names:

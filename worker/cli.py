@@ -84,8 +84,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "sandbox":
         from worker import sandbox_cli
 
-        handler = {"build": sandbox_cli.build, "run-tests": sandbox_cli.run_tests,
-                   "prune": sandbox_cli.prune}[args.sandbox_command]
+        handler = {
+            "build": sandbox_cli.build,
+            "run-tests": sandbox_cli.run_tests,
+            "prune": sandbox_cli.prune,
+        }[args.sandbox_command]
         return handler(args)
     if args.command == "model":
         from worker import local_model

@@ -11,7 +11,7 @@ def add_fix_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", type=Path, required=True, help="repository to fix (never modified)")
     p.add_argument("--goal", default="make the failing tests pass", help="what to achieve")
     p.add_argument("--model", default=None, help="model name (or WORKER_MODEL; 'local' = bundled)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (or OPENAI_BASE_URL)")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible URL (or OPENAI_BASE_URL)")
     p.add_argument("--test-cmd", default=None, help="test command (detected when absent)")
     p.add_argument("--setup", default=None, help="dependency set-up command, network on, cached")
     p.add_argument("--max-steps", type=int, default=None)

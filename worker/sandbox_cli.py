@@ -49,11 +49,23 @@ def run_tests(args: argparse.Namespace) -> int:
         ensure_image(client, progress=_progress)
     setup = args.setup or config.setup
     if setup:
-        image, _ = prepare_setup_image(client, base_image=image, command=setup, repo=repo,
-                                       limits=config.limits, progress=_progress)
+        image, _ = prepare_setup_image(
+            client,
+            base_image=image,
+            command=setup,
+            repo=repo,
+            limits=config.limits,
+            progress=_progress,
+        )
     run_dir = make_run_dir()
-    with open_session(repo, client=client, image=image, run_dir=run_dir, limits=config.limits,
-                      output_bytes=config.truncation.max_bytes) as session:
+    with open_session(
+        repo,
+        client=client,
+        image=image,
+        run_dir=run_dir,
+        limits=config.limits,
+        output_bytes=config.truncation.max_bytes,
+    ) as session:
         test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
         test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
     if args.json:

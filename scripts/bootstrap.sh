@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up everything worker needs on a fresh Debian machine (root, no Docker daemon, no Docker
+# Hub): Docker and debootstrap from apt, a running dockerd, the package, the sandbox image.
+# Idempotent: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '[bootstrap] %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v git >/dev/null 2>&1 || missing+=(git)
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+    say "starting dockerd (log: /tmp/worker-dockerd.log)"
+    as_root setsid nohup dockerd >/tmp/worker-dockerd.log 2>&1 < /dev/null &
+    for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+    docker info >/dev/null 2>&1 || { tail -20 /tmp/worker-dockerd.log >&2; say "dockerd did not start"; exit 3; }
+fi
+
+say "installing the worker package"
+python3 -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v -e "Running pip as the 'root' user" -e "is ignored: it is neither" >&2 || true
+
+say "building the sandbox image (offline if no registry is reachable)"
+worker sandbox build
+say "ready"

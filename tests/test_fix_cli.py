@@ -1,0 +1,373 @@
+"""`worker fix` end to end: the real CLI, the real openai client, real sandboxes and git repos,
+and a scripted OpenAI-compatible server on 127.0.0.1 standing in for the hosted model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git, worker_containers
+from worker.scripted_server import ScriptedServer, http_error, text, tool_call
+
+pytestmark = pytest.mark.docker
+
+API_KEY = "sk-test-SECRET-4242"
+BUGGY = {
+    "calc.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
+    "tests/test_calc.py": (
+        "from calc import mean\n\n\ndef test_mean():\n    assert mean([2, 4, 6]) == 4\n"
+    ),
+    "conftest.py": "",
+}
+GOOD_PATCH = """\
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def mean(values):
+-    return sum(values) / (len(values) - 1)
++    return sum(values) / len(values)
+"""
+
+
+def run_fix(
+    repo: Path,
+    out: Path,
+    *extra: str,
+    base_url: str | None = None,
+    timeout: float = 240,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    args = [
+        sys.executable,
+        "-m",
+        "worker.cli",
+        "fix",
+        "--repo",
+        str(repo),
+        "--out",
+        str(out),
+        "--model",
+        "scripted",
+        "--quiet",
+        *extra,
+    ]
+    if base_url:
+        args += ["--base-url", base_url]
+    full_env = {**os.environ, "OPENAI_API_KEY": API_KEY, **(env or {})}
+    full_env.pop("OPENAI_BASE_URL", None)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
+def report(out: Path) -> dict:
+    return json.loads((out / "report.json").read_text())
+
+
+def tree_state(repo: Path) -> dict[str, str]:
+    """Every file's bytes (including .git internals), HEAD, branches and status."""
+    state = {}
+    for path in sorted(repo.rglob("*")):
+        if path.is_file():
+            state[str(path.relative_to(repo))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    state["HEAD"] = git(repo, "rev-parse", "HEAD")
+    state["branches"] = git(repo, "branch", "-a")
+    state["status"] = git(repo, "status", "--porcelain")
+    return state
+
+
+def test_fix_in_two_steps_verified_and_patch_applies(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    before = tree_state(repo)
+    script = [
+        tool_call("read_file", {"path": "calc.py"}),
+        tool_call("apply_patch", {"patch": GOOD_PATCH}),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "fixed" and r["verification"]["passed"] is True
+    assert r["tests_before"]["failing"] == ["tests/test_calc.py::test_mean"]
+    assert r["steps"] == 2
+    patch = (tmp_path / "out" / "fix.patch").read_text()
+    assert "+    return sum(values) / len(values)" in patch
+    # The user's tree is untouched, and the patch applies to it as it was.
+    assert tree_state(repo) == before
+    git(repo, "apply", "--check", str(tmp_path / "out" / "fix.patch"))
+    # The first request grounds the model in the failing test, with the goal.
+    first = server.requests[0]["messages"][1]["content"]
+    assert "test_mean" in first and "1 failed" in first
+    # The trace has every model call and tool call.
+    kinds = [json.loads(line)["type"] for line in (tmp_path / "out" / "trace.jsonl").open()]
+    assert kinds.count("model_call") == 2 and kinds.count("tool_call") == 2
+    assert "verification" in kinds
+
+
+def test_api_key_never_reaches_the_sandbox_or_outputs(make_repo, tmp_path):
+    files = {
+        **BUGGY,
+        "tests/test_env.py": (
+            "import os\n\ndef test_env():\n    print(dict(os.environ))\n"
+            "    assert 'OPENAI_API_KEY' not in os.environ\n"
+        ),
+    }
+    repo = make_repo(files)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert API_KEY not in path.read_text(errors="replace"), path
+    assert API_KEY not in proc.stdout + proc.stderr
+
+
+def test_every_tool_error_is_fed_back_and_recovered_from(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    bad_hunk = GOOD_PATCH.replace("(len(values) - 1)", "(len(vals) - 2)")
+    script = [
+        tool_call("read_file", "{not json"),  # invalid JSON arguments
+        tool_call("open_file", {"path": "calc.py"}),  # no such tool
+        tool_call("read_file", {"file": "calc.py"}),  # schema violation
+        tool_call("read_file", {"path": "../../etc/passwd"}),  # refused by path policy
+        tool_call("apply_patch", {"patch": bad_hunk}),  # does not apply
+        tool_call("apply_patch", {"patch": GOOD_PATCH.replace("calc.py", "tests/test_calc.py")}),
+        tool_call("apply_patch", {"patch": GOOD_PATCH}),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    calls = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
+    observations = [c["observation"] for c in calls if c["type"] == "tool_call"]
+    assert "JSON" in observations[0]
+    assert "read_file" in observations[1] and "apply_patch" in observations[1]
+    assert "path" in observations[2]
+    assert not any("root:" in o for o in observations)  # nothing of /etc/passwd came back
+    assert [c["ok"] for c in calls if c["type"] == "tool_call"][:6] == [False] * 6
+    # Each error went back to the model as the result of its own call.
+    last = server.requests[-1]["messages"]
+    tool_ids = [m["tool_call_id"] for m in last if m["role"] == "tool"]
+    call_ids = [c["id"] for m in last if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    assert tool_ids == call_ids[: len(tool_ids)] and len(tool_ids) == 6
+
+
+def test_false_claim_of_success_is_not_fixed(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    script = [text("I fixed it, all tests pass."), text("Done, really.")]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed" and "done twice" in r["reason"]
+    # The model was told, once, that the tests still fail.
+    told = server.requests[1]["messages"][-1]["content"]
+    assert "do not pass" in told and "1 failed" in told
+    assert not (tmp_path / "out" / "fix.patch").exists()
+
+
+def test_repeating_the_same_call_ends_the_run_early(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    script = [tool_call("read_file", {"path": "calc.py"})] * 4 + [
+        tool_call("read_file", {"path": "calc.py"})
+    ] * 6
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 1, proc.stderr
+    assert "repeated" in report(tmp_path / "out")["reason"]
+    assert len(server.requests) <= 5  # ended early, not at the step budget
+    nudged = server.requests[2]["messages"][-1]["content"]
+    assert "same call" in nudged
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--max-steps", "2"], "step"),
+        (["--max-tokens", "150"], "token"),
+        (["--timeout", "1"], "wall"),
+    ],
+)
+def test_each_budget_ends_the_run(make_repo, tmp_path, flags, words):
+    repo = make_repo(BUGGY)
+    script = [
+        tool_call(
+            "read_file",
+            {"path": "calc.py", "start_line": n},
+            delay=0.6,
+            usage={"prompt_tokens": 100, "completion_tokens": 10},
+        )
+        for n in range(1, 8)
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", *flags, base_url=server.base_url)
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert words in r["reason"].lower()
+    assert len(server.requests) <= 3  # overspend is at most one call
+
+
+def test_cost_cap_with_known_price_ends_the_run(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    script = [
+        tool_call(
+            "read_file",
+            {"path": "calc.py", "start_line": n},
+            usage={"prompt_tokens": 400_000, "completion_tokens": 1000},
+        )
+        for n in range(1, 5)
+    ]
+    with ScriptedServer(script=script) as server:
+        args = ["--max-cost", "0.5"]
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "worker.cli",
+                "fix",
+                "--repo",
+                str(repo),
+                "--out",
+                str(tmp_path / "out"),
+                "--model",
+                "gpt-4o",
+                "--base-url",
+                server.base_url,
+                "--quiet",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**os.environ, "OPENAI_API_KEY": API_KEY},
+        )
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert "cost" in r["reason"].lower() and r["cost_usd"] > 0
+
+
+def test_cost_cap_for_unknown_price_is_refused(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    proc = run_fix(repo, tmp_path / "out", "--max-cost", "1", base_url="http://127.0.0.1:9/v1")
+    assert proc.returncode == 2
+    assert "price" in proc.stderr.lower() and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_http_500_is_retried_then_fixed(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    script = [http_error(500, "overloaded"), tool_call("apply_patch", {"patch": GOOD_PATCH})]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_dead_endpoint_is_an_environment_error_in_bounded_time(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    started = time.monotonic()
+    proc = run_fix(repo, tmp_path / "out", base_url="http://127.0.0.1:9/v1")
+    assert proc.returncode == 3, proc.stderr
+    assert time.monotonic() - started < 60
+    assert report(tmp_path / "out")["status"] == "environment_error"
+
+
+def test_missing_repository_is_a_usage_error(tmp_path):
+    proc = run_fix(tmp_path / "nope", tmp_path / "out", base_url="http://127.0.0.1:9/v1")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "not found" in proc.stderr
+
+
+def test_dirty_working_tree_is_left_byte_for_byte(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    (repo / "calc.py").write_text("# my edit\n" + (repo / "calc.py").read_text())
+    (repo / "notes.txt").write_text("untracked\n")
+    git(repo, "add", "notes.txt")  # staged too
+    (repo / "scratch.txt").write_text("untracked, unstaged\n")
+    before = tree_state(repo)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert tree_state(repo) == before
+    # The patch is against the tree as it was (with the uncommitted edit).
+    git(repo, "apply", "--check", str(tmp_path / "out" / "fix.patch"))
+
+
+def test_apply_changes_the_working_tree_only_when_asked(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    head = git(repo, "rev-parse", "HEAD")
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", "--apply", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert "len(values)\n" in (repo / "calc.py").read_text()
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert report(tmp_path / "out")["delivered"].startswith("applied")
+
+
+def test_branch_commits_without_touching_tree_or_head(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    before = tree_state(repo)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--branch", "worker/fix-mean", base_url=server.base_url
+        )
+    assert proc.returncode == 0, proc.stderr
+    after = tree_state(repo)
+    assert after["HEAD"] == before["HEAD"] and after["status"] == before["status"]
+    assert (repo / "calc.py").read_text() == BUGGY["calc.py"]
+    shown = git(repo, "show", "worker/fix-mean:calc.py")
+    assert "/ len(values)\n" in shown
+    assert git(repo, "rev-parse", "worker/fix-mean~1") == before["HEAD"]
+
+
+def test_sigint_mid_run_exits_130_and_leaves_no_container(make_repo, tmp_path, docker_client):
+    repo = make_repo(BUGGY)
+    script = [tool_call("read_file", {"path": "calc.py"}), {"delay": 60, "content": "late"}]
+    with ScriptedServer(script=script) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.cli",
+                "fix",
+                "--repo",
+                str(repo),
+                "--out",
+                str(tmp_path / "out"),
+                "--model",
+                "scripted",
+                "--base-url",
+                server.base_url,
+                "--quiet",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": API_KEY},
+        )
+        deadline = time.monotonic() + 120
+        while len(server.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(server.requests) == 2
+        mine = [
+            c
+            for c in worker_containers(docker_client)
+            if c.labels.get("worker.pid") == str(proc.pid)
+        ]
+        assert mine, "the sandbox should be running mid-run"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not [
+        c for c in worker_containers(docker_client) if c.labels.get("worker.pid") == str(proc.pid)
+    ]
+    r = report(tmp_path / "out")
+    assert r["status"] == "interrupted" and r["steps"] >= 1
+    assert (tmp_path / "out" / "trace.jsonl").read_text().count("tool_call") >= 1

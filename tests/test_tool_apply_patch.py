@@ -1,0 +1,251 @@
+"""apply_patch against a real sandbox: good, sloppy, failing, breaking and forbidden diffs."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from policies.paths import PathPolicy
+from policies.truncation import Truncation
+from tools.base import ToolContext
+from tools.registry import ToolRegistry, default_tools
+
+pytestmark = pytest.mark.docker
+
+CAP = Truncation(max_bytes=4000, max_lines=100)
+APP = (
+    "import math\n"
+    "\n"
+    "\n"
+    "def add(a, b):\n"
+    "    return a - b\n"
+    "\n"
+    "\n"
+    "def area(r):\n"
+    "    return math.pi * r * r\n"
+    "\n"
+    "\n"
+    "def mul(a, b):\n"
+    "    return a + b\n"
+)
+FILES = {
+    "src/app.py": APP,
+    "src/util.py": "def noop():    \n    pass\n",
+    "src/dup.py": "x = 1\ny = 2\nx = 1\ny = 2\n",
+    "src/old.py": "GONE = True\n",
+    "tests/test_app.py": "def test_x():\n    assert True\n",
+    "conftest.py": "",
+}
+
+
+def diff(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+@pytest.fixture
+def env(make_repo, open_sandbox):
+    session = open_sandbox(make_repo(FILES))
+    ctx = ToolContext(
+        workspace=session.workspace.path,
+        box=session.box,
+        paths=PathPolicy(),
+        truncation=CAP,
+        test_cmd="python -m pytest",
+        test_timeout_s=60,
+    )
+    registry = ToolRegistry(tools=default_tools())
+
+    def apply(patch: str):
+        obs = registry.call("apply_patch", {"patch": patch}, ctx)
+        assert len(obs.text.encode()) <= CAP.max_bytes
+        return obs
+
+    return apply, session.workspace
+
+
+def read(ws, rel: str) -> str:
+    return (ws.path / rel).read_text()
+
+
+def test_good_diff_with_wrong_numbers_and_counts_across_files(env) -> None:
+    apply, ws = env
+    obs = apply(
+        diff("""
+        --- a/src/app.py
+        +++ b/src/app.py
+        @@ -40,9 +40,9 @@
+         def add(a, b):
+        -    return a - b
+        +    return a + b
+        @@ -1,1 +1,1 @@
+         def mul(a, b):
+        -    return a + b
+        +    return a * b
+        --- src/util.py
+        +++ src/util.py
+        @@ -7 +7 @@
+        -    pass
+        +    return None
+    """)
+    )
+    assert obs.ok, obs.text
+    assert obs.text.splitlines()[:3] == [
+        "patch applied: 2 files changed",
+        "  M src/app.py (+2 -2)",
+        "  M src/util.py (+1 -1)",
+    ]
+    assert obs.changed_files == ("src/app.py", "src/util.py")
+    assert "return a + b\n" in read(ws, "src/app.py") and "return a * b\n" in read(ws, "src/app.py")
+    assert read(ws, "src/util.py") == "def noop():    \n    return None\n"
+    assert sorted(ws.changed_files()) == ["src/app.py", "src/util.py"]
+    # Files are written by the sandbox user, not by the host.
+    assert (ws.path / "src/app.py").stat().st_uid == 1000
+
+
+def test_trailing_whitespace_differences_and_markdown_fence(env) -> None:
+    apply, ws = env
+    obs = apply(
+        "```diff\n--- a/src/util.py\n+++ b/src/util.py\n@@ -1,2 +1,2 @@\n"
+        " def noop():\n-    pass   \n+    return 1\n```\n"
+    )
+    assert obs.ok, obs.text
+    assert "trailing whitespace" in obs.text
+    assert read(ws, "src/util.py").endswith("    return 1\n")
+
+
+def test_hunk_that_does_not_apply_shows_real_lines(env) -> None:
+    apply, ws = env
+    obs = apply(
+        diff("""
+        --- a/src/app.py
+        +++ b/src/app.py
+        @@ -4,2 +4,2 @@
+         def add(a, b):
+        -    return a - b
+        +    return a + b
+        @@ -8,2 +8,2 @@
+         def area(radius):
+        -    return math.pi * radius ** 2
+        +    return math.tau * radius
+    """)
+    )
+    assert not obs.ok
+    assert "hunk 2 of src/app.py (@@ -8 @@) does not match the file." in obs.text
+    assert "At line 8 the hunk expects 'def area(radius):' but the file has 'def area(r):'" in (
+        obs.text
+    )
+    assert " 8| def area(r):" in obs.text and " 9|     return math.pi * r * r" in obs.text
+    assert obs.data == {"file": "src/app.py", "hunk": 2}
+    assert read(ws, "src/app.py") == APP  # hunk 1 was fine, but nothing was written
+    assert ws.changed_files() == []
+
+
+def test_ambiguous_context_is_refused_not_guessed(env) -> None:
+    apply, ws = env
+    obs = apply("--- a/src/dup.py\n+++ b/src/dup.py\n@@ -30,2 +30,2 @@\n x = 1\n-y = 2\n+y = 3\n")
+    assert not obs.ok
+    assert "matches the file in 2 places (lines 1, 3)" in obs.text
+    assert read(ws, "src/dup.py") == FILES["src/dup.py"]
+    # With the right line number there is nothing to guess.
+    obs = apply("--- a/src/dup.py\n+++ b/src/dup.py\n@@ -3,2 +3,2 @@\n x = 1\n-y = 2\n+y = 3\n")
+    assert obs.ok, obs.text
+    assert read(ws, "src/dup.py") == "x = 1\ny = 2\nx = 1\ny = 3\n"
+
+
+def test_syntax_breaking_diff_is_rolled_back_byte_for_byte(env) -> None:
+    apply, ws = env
+    before = (ws.path / "src/app.py").read_bytes()
+    obs = apply(
+        diff("""
+        --- /dev/null
+        +++ b/src/fine.py
+        @@ -0,0 +1 @@
+        +OK = 1
+        --- a/src/app.py
+        +++ b/src/app.py
+        @@ -4,2 +4,2 @@
+         def add(a, b):
+        -    return a - b
+        +    return (a + b
+    """)
+    )
+    assert not obs.ok
+    assert "patch rolled back" in obs.text and "SyntaxError at src/app.py:5" in obs.text
+    assert (ws.path / "src/app.py").read_bytes() == before
+    assert not (ws.path / "src/fine.py").exists()
+    assert ws.changed_files() == []
+
+
+def test_new_and_deleted_files(env) -> None:
+    apply, ws = env
+    obs = apply(
+        diff("""
+        --- /dev/null
+        +++ b/src/pkg/new_mod.py
+        @@ -0,0 +1,2 @@
+        +def hello():
+        +    return "hi"
+        --- a/src/old.py
+        +++ /dev/null
+        @@ -1 +0,0 @@
+        -GONE = True
+    """)
+    )
+    assert obs.ok, obs.text
+    assert "  A src/pkg/new_mod.py (+2)" in obs.text and "  D src/old.py (-1)" in obs.text
+    assert read(ws, "src/pkg/new_mod.py") == 'def hello():\n    return "hi"\n'
+    assert not (ws.path / "src/old.py").exists()
+    again = apply("--- /dev/null\n+++ b/src/app.py\n@@ -0,0 +1 @@\n+x = 1\n")
+    assert not again.ok and "src/app.py already exists" in again.text
+    missing = apply("--- a/src/nope.py\n+++ b/src/nope.py\n@@ -1 +1 @@\n-a\n+b\n")
+    assert not missing.ok and "src/nope.py does not exist" in missing.text
+
+
+@pytest.mark.parametrize(
+    ("target", "rule"),
+    [
+        ("tests/test_app.py", "tests:"),
+        ("conftest.py", "tests:"),
+        ("../outside.py", "parent-escape"),
+        ("/etc/passwd", "absolute-path"),
+        ("linkdir/evil.py", "link-outside-root"),
+    ],
+)
+def test_protected_and_outside_paths_are_refused_whole(env, target: str, rule: str) -> None:
+    apply, ws = env
+    os.symlink("/tmp", ws.path / "linkdir")
+    prefix = "" if target.startswith("/") else "a/"
+    patch = (
+        "--- a/src/app.py\n+++ b/src/app.py\n@@ -4,2 +4,2 @@\n def add(a, b):\n"
+        "-    return a - b\n+    return a + b\n"
+        f"--- {prefix}{target}\n+++ {prefix.replace('a', 'b')}{target}\n@@ -1 +1 @@\n-x\n+y\n"
+    )
+    obs = apply(patch)
+    assert not obs.ok
+    assert obs.text.startswith("patch refused, nothing was changed.")
+    assert target in obs.text and obs.data == {"refused": [target]}
+    assert obs.refusals[0].rule.startswith(rule)
+    assert read(ws, "src/app.py") == APP
+    assert not (ws.path / "linkdir" / "evil.py").exists()
+
+
+def test_unreadable_patch_explains_the_format(env) -> None:
+    apply, _ = env
+    obs = apply("please change add to use +")
+    assert not obs.ok and "'--- a/PATH'" in obs.text
+
+
+def test_sloppy_but_unambiguous_diffs_apply(env) -> None:
+    apply, ws = env
+    # Blank context lines without their leading space, no a/ b/ prefixes, no counts at all.
+    obs = apply(
+        "--- src/app.py\n+++ src/app.py\n@@ -8 +8 @@\n def area(r):\n-    return math.pi * r * r\n"
+        "+    return math.pi * r**2\n\n\n def mul(a, b):\n"
+    )
+    assert obs.ok, obs.text
+    assert "    return math.pi * r**2\n\n\ndef mul" in read(ws, "src/app.py")
+    no_context = apply("--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1,2 @@\n+import os\n")
+    assert not no_context.ok and "no unchanged context lines" in no_context.text
+    assert read(ws, "src/app.py").startswith("import math\n")

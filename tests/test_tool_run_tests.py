@@ -1,0 +1,95 @@
+"""run_tests on passing, failing, hanging, crashing and flooding suites in one real sandbox."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+from policies.paths import PathPolicy
+from policies.truncation import Truncation
+from tools.base import ToolContext
+from tools.registry import ToolRegistry, default_tools
+
+pytestmark = pytest.mark.docker
+
+CAP = Truncation(max_bytes=5000, max_lines=120)
+SUITES = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "tests/test_pass.py": "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    pass\n",
+    "tests/test_fail.py": (
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "def test_ok():\n    assert add(2, 0) == 2\n"
+    ),
+    "tests/test_hang.py": "import time\n\n\ndef test_forever():\n    time.sleep(10_000)\n",
+    "tests/test_exit.py": "import os\n\n\ndef test_exit():\n    os._exit(3)\n",
+    "tests/test_segv.py": "import ctypes\n\n\ndef test_segv():\n    ctypes.string_at(0)\n",
+    "tests/test_flood.py": (
+        "def test_flood():\n    for i in range(200_000):\n        print('flood line', i)\n"
+        "    assert 'x' * 300_000 == 'y'\n"
+    ),
+}
+
+
+@pytest.fixture
+def run(make_repo, open_sandbox):
+    session = open_sandbox(make_repo(SUITES))
+    ctx = ToolContext(
+        workspace=session.workspace.path,
+        box=session.box,
+        paths=PathPolicy(),
+        truncation=CAP,
+        test_cmd="python -m pytest",
+        test_timeout_s=60,
+    )
+    registry = ToolRegistry(tools=default_tools())
+
+    def call(*tests: str, timeout_s: float = 60):
+        obs = registry.call(
+            "run_tests", {"tests": list(tests)}, dataclasses.replace(ctx, test_timeout_s=timeout_s)
+        )
+        assert len(obs.text.encode()) <= CAP.max_bytes
+        assert len(obs.text.splitlines()) <= CAP.max_lines
+        return obs
+
+    return call
+
+
+def test_passing_and_failing_suites(run) -> None:
+    passing = run("tests/test_pass.py")
+    assert passing.ok and passing.data["passed"]
+    assert passing.text.startswith("2 passed, 0 failed, 0 errors, 0 skipped")
+    assert passing.data["counts"] == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}
+
+    failing = run("tests/test_fail.py")
+    assert failing.ok and not failing.data["passed"]
+    assert failing.text.startswith("1 passed, 1 failed")
+    assert failing.data["failing"] == ["tests/test_fail.py::test_add"]
+    assert "FAILURE tests/test_fail.py::test_add" in failing.text
+    assert "assert -1 == 5" in failing.text
+
+    one = run("tests/test_fail.py::test_ok")
+    assert one.data["passed"] and one.data["counts"]["passed"] == 1
+
+    bad = run("--collect-only")
+    assert not bad.ok and "not a test id" in bad.text
+
+
+def test_hanging_crashing_and_flooding_suites(run) -> None:
+    started = time.monotonic()
+    hang = run("tests/test_hang.py", timeout_s=3)
+    assert time.monotonic() - started < 20
+    assert not hang.ok and hang.data["timed_out"] and not hang.data["passed"]
+    assert hang.text.startswith("tests did not finish: killed at the time limit")
+
+    for suite in ("tests/test_exit.py", "tests/test_segv.py"):
+        crash = run(suite)
+        assert crash.ok and not crash.data["passed"], suite
+        assert crash.data["exit_code"] != 0 and not crash.data["junit"], suite
+        assert crash.text.startswith("test command failed"), suite
+
+    flood = run("tests/test_flood.py")
+    assert not flood.data["passed"] and flood.data["failing"] == ["tests/test_flood.py::test_flood"]
+    assert "FAILURE tests/test_flood.py::test_flood" in flood.text
+    assert flood.data.get("truncated") or len(flood.text) < CAP.max_bytes

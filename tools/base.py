@@ -1,0 +1,121 @@
+"""What every tool shares: the context it runs in, the observation it returns, and its shape.
+
+A tool is its JSON Schema plus a function. The registry validates arguments against the schema
+before `execute` runs and passes every observation through the truncation policy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from policies.paths import Decision, PathPolicy
+from policies.truncation import Truncation
+from sandbox.results import CommandResult
+
+
+class Box(Protocol):
+    """The part of a sandbox the tools use: run a command, stage a read-only file."""
+
+    def run(
+        self, command: str, *, timeout_s: float | None = None, capture_file: str | None = None
+    ) -> CommandResult: ...
+
+    def stage(self, name: str, data: bytes) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    """Everything a tool may touch: the workspace copy, its sandbox, and the policies."""
+
+    workspace: Path  # host path of the copy mounted at /workspace
+    box: Box
+    paths: PathPolicy
+    truncation: Truncation
+    test_cmd: str
+    test_timeout_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observation:
+    """What a tool call produced: `text` for the model, `data` and `refusals` for the trace.
+
+    `ok` says the call did what was asked (a test run that ran is ok, failing tests or not).
+    """
+
+    ok: bool
+    text: str
+    refusals: tuple[Decision, ...] = ()
+    data: dict[str, Any] = field(default_factory=dict)
+    changed_files: tuple[str, ...] = ()
+
+
+Execute = Callable[[dict[str, Any], ToolContext], Observation]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A tool: its name, a short description, a JSON Schema for its arguments, and `execute`."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    execute: Execute
+
+
+def refused(path: str, decision: Decision, *, hint: str = "") -> Observation:
+    """The observation for a path the policy refuses."""
+    text = f"refused: {path!r}: {decision.reason}"
+    return Observation(
+        ok=False,
+        text=f"{text}\n{hint}" if hint else text,
+        refusals=(decision,),
+        data={"refused": path, "rule": decision.rule},
+    )
+
+
+def failed(text: str, **data: Any) -> Observation:
+    """An observation for a call that could not do its job, with `text` saying what to do."""
+    return Observation(ok=False, text=text, data=data)
+
+
+#: Directories that are never listed or searched: tooling output, not the project.
+NOISE_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        ".idea",
+        ".vscode",
+        ".cache",
+    }
+)
+
+
+def is_noise(name: str) -> bool:
+    """Whether a directory entry is noise (caches, virtualenvs, VCS, build output)."""
+    return name in NOISE_DIRS or name.endswith((".egg-info", ".pyc", ".pyo")) or name == ".DS_Store"
+
+
+def looks_binary(data: bytes) -> bool:
+    """NUL bytes, or not UTF-8, in the first 8 KiB."""
+    head = data[:8192]
+    if b"\0" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 4  # a character cut at the 8 KiB edge is fine
+    return False

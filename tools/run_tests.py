@@ -1,0 +1,70 @@
+"""`run_tests {tests?}`: run the configured test command in the sandbox; report from JUnit XML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sandbox.testrun import run_tests, validate_test_ids
+from tools.base import Observation, Tool, ToolContext, failed
+
+MAX_IDS = 50
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "tests": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "maxItems": MAX_IDS,
+            "description": "Test ids to run, e.g. 'tests/test_app.py::test_add'; omit for all.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "Run the tests (all, or the given test ids) and show passed/failed counts and failures. "
+    'Example: {"tests": ["tests/test_app.py::test_add"]}.'
+)
+
+
+def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
+    """Run the tests; ok unless the run was cut short (time limit, out of memory)."""
+    tests: list[str] = list(args.get("tests") or [])
+    try:
+        validate_test_ids(tests)
+    except ValueError as exc:
+        return failed(str(exc))
+    run = run_tests(ctx.box, test_cmd=ctx.test_cmd, test_ids=tests, timeout_s=ctx.test_timeout_s)
+    result, summary = run.result, run.summary
+    data: dict[str, Any] = {
+        "passed": run.passed,
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+        "duration_s": round(result.duration_s, 3),
+        "tests": tests,
+        "junit": summary is not None,
+    }
+    if summary is not None:
+        data.update(
+            counts={
+                "passed": summary.passed,
+                "failed": summary.failed,
+                "errors": summary.errors,
+                "skipped": summary.skipped,
+            },
+            failing=summary.failing_ids(),
+        )
+    text = run.render()
+    if result.timed_out:
+        text += (
+            "\nThe tests were killed at the time limit: look for an endless loop or a "
+            "wait that never ends, or run fewer tests."
+        )
+    elif result.oom_killed:
+        text += "\nThe tests ran out of memory and were killed."
+    return Observation(ok=not (result.timed_out or result.oom_killed), text=text, data=data)
+
+
+TOOL = Tool(name="run_tests", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)

@@ -1,0 +1,177 @@
+"""`search {pattern, path?}`: a Python regex over the readable text files of the workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from policies.paths import PathRefused
+from tools.base import Observation, Tool, ToolContext, failed, is_noise, refused
+
+MAX_FILES_SHOWN = 25
+MAX_LINES_SHOWN = 80
+KEEP_PER_FILE = 8
+MAX_FILE_BYTES = 1024 * 1024
+MAX_LINE_CHARS = 2000
+MAX_FILES_SCANNED = 20_000
+BUDGET_S = 5.0
+SCANNER = Path(__file__).with_name("search_scan.py")
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Python regular expression, matched against each line.",
+        },
+        "path": {
+            "type": "string",
+            "description": "File or directory to search, relative to the root; omit for all.",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "Find lines matching a Python regular expression in the repository's files; shows file, "
+    'line number and line. Example: {"pattern": "def parse_", "path": "src"}.'
+)
+
+
+def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
+    """Search; an invalid or runaway pattern comes back as an observation."""
+    pattern: str = args["pattern"]
+    rel = (args.get("path") or ".").strip()
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return failed(
+            f"invalid regular expression {pattern!r}: {exc}. Escape special characters "
+            r"such as ( ) [ ] . * + ? with a backslash, e.g. 'foo\(' to find 'foo('.",
+            pattern=pattern,
+        )
+    try:
+        real = ctx.paths.resolve(ctx.workspace, rel)
+    except PathRefused as exc:
+        return refused(rel, exc.decision)
+    if not real.exists():
+        return failed(f"no such file or directory: {rel!r}; use list_dir to see what exists.")
+    files = _candidates(ctx, rel, real)
+    request = {
+        "pattern": pattern,
+        "files": files,
+        "budget_s": BUDGET_S,
+        "max_line": MAX_LINE_CHARS,
+        "max_bytes": MAX_FILE_BYTES,
+        "keep_per_file": KEEP_PER_FILE,
+    }
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-S", str(SCANNER)],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            timeout=BUDGET_S + 2.0,
+            check=False,
+        )
+        output, killed = proc.stdout, False
+    except subprocess.TimeoutExpired as exc:
+        raw = exc.stdout or b""
+        output, killed = raw.decode() if isinstance(raw, bytes) else raw, True
+    return _render(pattern, rel, files, output, killed)
+
+
+def _candidates(ctx: ToolContext, rel: str, real: Path) -> list[list[str]]:
+    """[relative path, real path] of every readable, non-noise file under `rel`."""
+    if real.is_file():
+        return [[rel.strip("/"), str(real)]]
+    found: list[list[str]] = []
+    for top, dirs, names in os.walk(real):
+        dirs[:] = sorted(d for d in dirs if not is_noise(d))
+        for name in sorted(names):
+            if is_noise(name):
+                continue
+            path = Path(top, name)
+            rel_path = path.relative_to(ctx.workspace.resolve()).as_posix()
+            try:
+                target = ctx.paths.resolve(ctx.workspace, rel_path)
+            except PathRefused:
+                continue
+            if target.is_file():
+                found.append([rel_path, str(target)])
+            if len(found) >= MAX_FILES_SCANNED:
+                return found
+    return found
+
+
+def _render(
+    pattern: str, rel: str, files: list[list[str]], output: str, killed: bool
+) -> Observation:
+    results: list[dict[str, Any]] = []
+    tail: dict[str, Any] = {}
+    for line in output.splitlines():
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if item.get("done"):
+            tail = item
+        else:
+            results.append(item)
+    total = sum(r["count"] for r in results)
+    where = "" if rel in ("", ".") else f" in {rel}"
+    files_word = "file" if len(results) == 1 else "files"
+    lines = [f"{total} matches in {len(results)} {files_word} for /{pattern}/{where}"]
+    shown_lines = shown_matches = 0
+    for item in results[:MAX_FILES_SHOWN]:
+        if shown_lines >= MAX_LINES_SHOWN:
+            break
+        lines.append(f"{item['file']} ({item['count']} matches)")
+        for number, text in item["hits"][: MAX_LINES_SHOWN - shown_lines]:
+            lines.append(f"  {number}: {text}")
+            shown_lines += 1
+            shown_matches += 1
+    shown_files = min(len(results), MAX_FILES_SHOWN)
+    notes = []
+    if total > shown_matches:
+        more_files = len(results) - shown_files
+        in_files = f" (in {more_files} more files)" if more_files else ""
+        notes.append(
+            f"[... {total - shown_matches} more matches not shown{in_files}; "
+            "use a narrower pattern or path ...]"
+        )
+    if killed or tail.get("stopped"):
+        notes.append(
+            f"[search stopped after {BUDGET_S:g}s: the pattern is too slow or the tree "
+            "too large; simplify the pattern or give a path; results are incomplete]"
+        )
+    skipped = (tail.get("binary", 0), tail.get("big", 0))
+    if any(skipped):
+        notes.append(
+            f"(skipped {skipped[0]} binary and {skipped[1]} files over "
+            f"{MAX_FILE_BYTES // 1024} KiB)"
+        )
+    if not results and not killed:
+        notes.append("no matches; try a shorter or case-insensitive pattern, e.g. '(?i)name'")
+    return Observation(
+        ok=not killed,
+        text="\n".join(lines + notes),
+        data={
+            "pattern": pattern,
+            "matches": total,
+            "files_matched": len(results),
+            "files_scanned": len(files),
+            "shown_matches": shown_matches,
+            "timed_out": killed or bool(tail.get("stopped")),
+        },
+    )
+
+
+TOOL = Tool(name="search", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)

@@ -1,0 +1,310 @@
+"""The agent loop: ask the model, run its tool calls, let the harness decide when it is done."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from policies.budgets import Budgets, BudgetUsage, check
+from sandbox.testrun import TestRun
+from tools.base import Observation
+from worker import prompts
+from worker.errors import WorkerError
+from worker.history import compact
+from worker.model import ModelReply, ToolCall, ToolSpec, Usage
+from worker.stuck import StuckDetector
+from worker.trace import Trace
+
+
+class RunEnded(WorkerError):
+    """The run stopped without a verified fix (exit 1); `reason` says why, in words."""
+
+
+class BudgetExhausted(RunEnded):
+    """A step, token, cost or wall-clock budget ran out."""
+
+
+class Stuck(RunEnded):
+    """The model repeated itself or made no progress."""
+
+
+class GaveUp(RunEnded):
+    """The model said it was done twice while the tests still failed."""
+
+
+class Model(Protocol):
+    """Anything that answers a conversation with text or tool calls."""
+
+    def complete(self, messages: list[dict[str, Any]], tools: Sequence[ToolSpec]) -> ModelReply: ...
+
+
+class Environment(Protocol):
+    """What the loop needs of the sandbox: tools, tests, the diff, and a clean re-check."""
+
+    def tool_specs(self) -> list[ToolSpec]: ...
+    def call_tool(self, call: ToolCall) -> Observation: ...
+    def run_tests(self) -> TestRun: ...
+    def diff(self) -> str: ...
+    def verify(self, patch: str) -> TestRun: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepInfo:
+    """One line of progress: what the model did in a step and how it went."""
+
+    step: int
+    tool: str
+    target: str
+    outcome: str
+    tokens: int
+    elapsed_s: float
+
+
+@dataclass(kw_only=True)
+class LoopResult:
+    """How the loop ended: a verified fix, or not, and what was measured on the way."""
+
+    fixed: bool
+    reason: str
+    patch: str = ""
+    tests_after: TestRun | None = None
+    verification: TestRun | None = None
+
+
+@dataclass(kw_only=True)
+class Agent:
+    """Runs one repair: `Agent(...).run(goal, baseline, listing)`; usage stays readable after."""
+
+    model: Model
+    env: Environment
+    budgets: Budgets
+    trace: Trace
+    cost_of: Callable[[Usage], float | None] = lambda _u: None
+    on_step: Callable[[StepInfo], None] = lambda _s: None
+    max_context_chars: int = 60_000
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    model_seconds: float = 0.0
+    _start: float = field(default_factory=time.monotonic)
+    _claims: int = 0
+    _stuck: StuckDetector = field(default_factory=StuckDetector)
+    _suite_passed: bool = False  # the model's own run_tests of the whole suite passed
+    last_tests: TestRun | None = None
+
+    def run(self, goal: str, baseline: TestRun, listing: str) -> LoopResult:
+        """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
+        specs = self.env.tool_specs()
+        self.last_tests = baseline
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": prompts.SYSTEM_PROMPT},
+            {
+                "role": "user",
+                "content": prompts.task_message(
+                    goal=goal, tests=baseline.render(), listing=listing
+                ),
+            },
+        ]
+        while True:
+            self._check_budgets()
+            reply = self._ask(messages, specs)
+            messages.append(reply.assistant_message())
+            if not reply.tool_calls:
+                done = self._on_claim(messages, reply)
+                if done is not None:
+                    return done
+                continue
+            for call in reply.tool_calls:
+                observation = self._act(call)
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": observation.text}
+                )
+            done = self._check_done(messages)
+            if done is not None:
+                return done
+
+    # -- the parts of one step -----------------------------------------------------------------
+
+    def _check_budgets(self) -> None:
+        self.usage = replace(self.usage, elapsed_s=time.monotonic() - self._start)
+        reason = check(self.budgets, self.usage)
+        if reason:
+            raise BudgetExhausted(reason)
+
+    def _ask(self, messages: list[dict[str, Any]], specs: list[ToolSpec]) -> ModelReply:
+        started = time.monotonic()
+        sent = compact(messages, max_chars=self.max_context_chars)
+        reply = self.model.complete(sent, specs)
+        took = time.monotonic() - started
+        self.model_seconds += took
+        cost = self.cost_of(reply.usage)
+        self.usage = replace(
+            self.usage,
+            steps=self.usage.steps + 1,
+            tokens_in=self.usage.tokens_in + reply.usage.prompt_tokens,
+            tokens_out=self.usage.tokens_out + reply.usage.completion_tokens,
+            cost_usd=None
+            if cost is None or self.usage.cost_usd is None
+            else self.usage.cost_usd + cost,
+        )
+        self.trace.event(
+            "model_call",
+            step=self.usage.steps,
+            messages=len(sent),
+            request_bytes=reply.request_bytes,
+            prompt_tokens=reply.usage.prompt_tokens,
+            completion_tokens=reply.usage.completion_tokens,
+            duration_s=round(took, 3),
+            mode=reply.mode,
+            finish_reason=reply.finish_reason,
+            attempts=reply.attempts,
+            content=reply.content,
+            tool_calls=[c.to_openai() for c in reply.tool_calls],
+        )
+        return reply
+
+    def _act(self, call: ToolCall) -> Observation:
+        started = time.monotonic()
+        observation = self.env.call_tool(call)
+        if observation.changed_files:
+            # After each applied patch the harness runs the tests: one step saved, facts given.
+            self.last_tests = self.env.run_tests()
+            observation = replace(
+                observation,
+                text=observation.text + "\n\nTests after this patch:\n" + self.last_tests.render(),
+            )
+        elif call.name == "run_tests" and not observation.data.get("tests"):
+            self._suite_passed = bool(observation.data.get("passed"))
+        verdict = self._stuck.observe(
+            call.name, call.arguments or call.raw_arguments, observation.text
+        )
+        took = time.monotonic() - started
+        self.trace.event(
+            "tool_call",
+            step=self.usage.steps,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments if call.arguments is not None else call.raw_arguments,
+            ok=observation.ok,
+            observation=observation.text,
+            duration_s=round(took, 3),
+            refusals=[{"rule": d.rule, "reason": d.reason} for d in observation.refusals],
+            changed_files=list(observation.changed_files),
+            data=observation.data,
+        )
+        self.on_step(
+            StepInfo(
+                step=self.usage.steps,
+                tool=call.name,
+                target=_target(call),
+                outcome=_outcome(
+                    observation, self.last_tests if observation.changed_files else None
+                ),
+                tokens=self.usage.tokens,
+                elapsed_s=time.monotonic() - self._start,
+            )
+        )
+        if verdict == "stop":
+            raise Stuck(f"the model repeated the same {call.name} call with the same result")
+        if verdict == "nudge":
+            observation = replace(
+                observation,
+                text=observation.text + "\n\n" + prompts.NUDGE.format(n=self._stuck.nudge_at),
+            )
+        return observation
+
+    def _check_done(self, messages: list[dict[str, Any]]) -> LoopResult | None:
+        tests = self.last_tests
+        patch = self.env.diff()
+        passing = self._suite_passed or (tests is not None and tests.passed)
+        self._suite_passed = False
+        if passing and patch.strip():
+            verified = self._verify(patch)
+            if verified.passed:
+                return LoopResult(
+                    fixed=True,
+                    reason="tests pass, verified on a clean copy",
+                    patch=patch,
+                    tests_after=tests if tests and tests.passed else verified,
+                    verification=verified,
+                )
+            messages.append(
+                {"role": "user", "content": prompts.VERIFY_FAILED.format(tests=verified.render())}
+            )
+            self.last_tests = verified
+        failing = None if tests is None or tests.summary is None else len(tests.summary.failures)
+        if self._stuck.step_done(failing=failing, diff_size=len(patch)):
+            raise Stuck(f"no progress in the last {self._stuck.idle_steps} steps")
+        return None
+
+    def _on_claim(self, messages: list[dict[str, Any]], reply: ModelReply) -> LoopResult | None:
+        """The model answered without a tool call: it thinks it is done. The harness checks."""
+        tests = self.env.run_tests()
+        self.last_tests = tests
+        self.trace.event(
+            "claim", step=self.usage.steps, content=reply.content, tests=tests.headline()
+        )
+        self.on_step(
+            StepInfo(
+                step=self.usage.steps,
+                tool="(done?)",
+                target="",
+                outcome=tests.headline(),
+                tokens=self.usage.tokens,
+                elapsed_s=time.monotonic() - self._start,
+            )
+        )
+        patch = self.env.diff()
+        if tests.passed and patch.strip():
+            verified = self._verify(patch)
+            if verified.passed:
+                return LoopResult(
+                    fixed=True,
+                    reason="tests pass, verified on a clean copy",
+                    patch=patch,
+                    tests_after=tests,
+                    verification=verified,
+                )
+            tests = verified
+        self._claims += 1
+        if self._claims >= 2:
+            raise GaveUp("the model said it was done twice while the tests still failed")
+        messages.append(
+            {"role": "user", "content": prompts.FALSE_CLAIM.format(tests=tests.render())}
+        )
+        return None
+
+    def _verify(self, patch: str) -> TestRun:
+        started = time.monotonic()
+        verified = self.env.verify(patch)
+        self.trace.event(
+            "verification",
+            passed=verified.passed,
+            tests=verified.headline(),
+            duration_s=round(time.monotonic() - started, 3),
+        )
+        return verified
+
+
+def _target(call: ToolCall) -> str:
+    args = call.arguments or {}
+    for key in ("path", "pattern", "tests"):
+        if key in args:
+            return json.dumps(args[key])[:60] if key == "tests" else str(args[key])[:60]
+    if call.name == "apply_patch" and isinstance(args.get("patch"), str):
+        files = [
+            line[6:].strip() for line in args["patch"].splitlines() if line.startswith("+++ b/")
+        ]
+        return ", ".join(files)[:60]
+    return ""
+
+
+def _outcome(observation: Observation, tests: TestRun | None) -> str:
+    if observation.refusals:
+        return "refused: " + observation.refusals[0].rule
+    if not observation.ok:
+        return "error: " + (observation.text.splitlines() or [""])[0][:70]
+    if tests is not None:
+        return "patched; " + tests.headline()
+    return (observation.text.splitlines() or ["ok"])[0][:70]

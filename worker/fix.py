@@ -1,0 +1,269 @@
+"""`worker fix`: wire config, model, sandbox and loop together; always leave a report behind."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from policies.budgets import validate_cost_cap
+from policies.config import WorkerConfig, load_config
+from sandbox.client import connect
+from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.session import open_session
+from sandbox.setup_cache import prepare_setup_image
+from sandbox.testrun import detect_test_command, run_tests
+from tools.base import ToolContext
+from tools.registry import ToolRegistry, default_tools
+from worker import pricing
+from worker.agent import Agent, RunEnded
+from worker.deliver import apply_to_worktree, check_branch_request, commit_on_branch
+from worker.environment import SandboxEnvironment
+from worker.errors import EXIT_FIXED, EXIT_NOT_FIXED, UsageError, exit_code_for
+from worker.model import OpenAIModel
+from worker.progress import ProgressPrinter
+from worker.report import RunReport, tests_dict
+from worker.trace import Trace
+
+LOCAL = "local"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """Where the model is: a URL and a name, or the bundled local model."""
+
+    model: str
+    base_url: str | None
+    local: bool
+
+
+def choose_endpoint(args: argparse.Namespace, config: WorkerConfig) -> Endpoint:
+    """Flags, then config, then the openai SDK's variables; no endpoint at all means local."""
+    model = args.model or config.model or os.environ.get("WORKER_MODEL")
+    base_url = args.base_url or config.base_url or os.environ.get("OPENAI_BASE_URL")
+    if model == LOCAL or (base_url is None and not os.environ.get("OPENAI_API_KEY")):
+        return Endpoint(model=LOCAL, base_url=None, local=True)
+    if not model:
+        raise UsageError(
+            "no model named: pass --model NAME or set WORKER_MODEL "
+            "(or --model local for the bundled model)"
+        )
+    return Endpoint(model=model, base_url=base_url, local=False)
+
+
+def default_out_dir(repo: Path) -> Path:
+    base = Path(os.environ.get("WORKER_HOME") or Path.home() / ".cache" / "worker") / "runs"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return base / f"{repo.name}-{stamp}-{os.getpid()}"
+
+
+def fix_from_args(args: argparse.Namespace) -> int:
+    """Run `worker fix`; the report is written on every path, including Ctrl-C."""
+    started = time.monotonic()
+    repo = args.repo.expanduser().resolve()
+    if not repo.is_dir():
+        raise UsageError(f"repository not found: {args.repo}")
+    if args.branch:
+        check_branch_request(repo, args.branch)
+    config = load_config(
+        repo,
+        preset=args.policy,
+        overrides={
+            "test_cmd": args.test_cmd,
+            "setup": args.setup,
+            "image": args.image,
+            "max_steps": args.max_steps,
+            "max_tokens": args.max_tokens,
+            "max_cost_usd": args.max_cost,
+            "max_wall_s": args.timeout,
+            "tool_mode": args.tool_mode,
+        },
+    )
+    endpoint = choose_endpoint(args, config)
+    price = pricing.price_for(endpoint.model, config.prices)
+    validate_cost_cap(config.budgets, price is not None, model=endpoint.model)
+    out = args.out.expanduser().resolve() if args.out else default_out_dir(repo)
+    out.mkdir(parents=True, exist_ok=True)
+    show = ProgressPrinter(quiet=args.quiet or args.json)
+    report = RunReport(
+        repo=str(repo),
+        goal=args.goal,
+        model=endpoint.model,
+        endpoint=endpoint.base_url,
+        out_dir=str(out),
+        cost_usd=0.0 if price is not None else None,
+    )
+    try:
+        with Trace(out / "trace.jsonl") as trace:
+            _run(args, repo, config, endpoint, price, out, report, trace, show)
+    except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
+        code = exit_code_for(exc)
+        report.finish(code, _reason(exc))
+        if code == EXIT_NOT_FIXED and isinstance(exc, RunEnded):
+            return _finish(report, out, show, started, args)
+        _finish(report, out, show, started, args)
+        raise
+    return _finish(report, out, show, started, args)
+
+
+def _run(
+    args: argparse.Namespace,
+    repo: Path,
+    config: WorkerConfig,
+    endpoint: Endpoint,
+    price: pricing.Price | None,
+    out: Path,
+    report: RunReport,
+    trace: Trace,
+    show: ProgressPrinter,
+) -> None:
+    t0 = time.monotonic()
+    client = connect()
+    image = config.image or DEFAULT_IMAGE
+    if image == DEFAULT_IMAGE:
+        ensure_image(client, progress=show.say)
+    if config.setup:
+        image, cached = prepare_setup_image(
+            client,
+            base_image=image,
+            command=config.setup,
+            repo=repo,
+            limits=config.limits,
+            progress=show.say,
+        )
+    report.durations["setup"] = round(time.monotonic() - t0, 3)
+    with contextlib.ExitStack() as stack:
+        model_url = endpoint.base_url
+        if endpoint.local:
+            model_url = stack.enter_context(_local_server(show, out))
+        model = stack.enter_context(
+            OpenAIModel(
+                model=endpoint.model if not endpoint.local else "local",
+                base_url=model_url,
+                temperature=config.temperature,
+                timeout_s=600.0 if endpoint.local else 120.0,
+                tool_mode="json_schema"
+                if endpoint.local and config.tool_mode == "auto"
+                else config.tool_mode,
+            )
+        )
+        session = stack.enter_context(
+            open_session(
+                repo,
+                client=client,
+                image=image,
+                run_dir=out / "run",
+                limits=config.limits,
+                output_bytes=config.truncation.max_bytes,
+            )
+        )
+        test_cmd = config.test_cmd or detect_test_command(session.workspace.path)
+        report.test_cmd = test_cmd
+        test_timeout = args.test_timeout or config.limits.command_timeout_s
+        t1 = time.monotonic()
+        baseline = run_tests(session.box, test_cmd=test_cmd, timeout_s=test_timeout)
+        report.durations["tests_before"] = round(time.monotonic() - t1, 3)
+        report.tests_before = tests_dict(baseline)
+        trace.event("tests_before", command=baseline.command, headline=baseline.headline())
+        show.say(f"tests before: {baseline.headline()}")
+        if baseline.passed:
+            report.finish(EXIT_FIXED, "the tests already pass: nothing to fix")
+            return
+        context = ToolContext(
+            workspace=session.workspace.path,
+            box=session.box,
+            paths=config.paths,
+            truncation=config.truncation,
+            test_cmd=test_cmd,
+            test_timeout_s=test_timeout,
+        )
+        registry = ToolRegistry(tools=default_tools())
+        env = SandboxEnvironment(
+            session=session,
+            registry=registry,
+            context=context,
+            client=client,
+            image=image,
+            limits=config.limits,
+            run_dir=out / "run",
+        )
+        listing = registry.call("list_dir", {}, context).text
+        agent = Agent(
+            model=model,
+            env=env,
+            budgets=config.budgets,
+            trace=trace,
+            cost_of=(lambda u: pricing.cost(price, u)) if price else (lambda u: None),
+            on_step=show.step,
+        )
+        try:
+            result = agent.run(args.goal, baseline, listing)
+        finally:
+            report.steps = agent.usage.steps
+            report.tokens_in, report.tokens_out = agent.usage.tokens_in, agent.usage.tokens_out
+            report.cost_usd = agent.usage.cost_usd if price is not None else None
+            report.durations["model"] = round(agent.model_seconds, 3)
+            report.tool_mode = getattr(model, "mode", None)
+            report.tests_after = tests_dict(agent.last_tests)
+            _save_patch(env.diff(), out, report)
+        report.verification = tests_dict(result.verification)
+        report.tests_after = tests_dict(result.tests_after)
+        report.finish(EXIT_FIXED, result.reason)
+        if args.apply:
+            report.delivered = apply_to_worktree(repo, result.patch)
+        elif args.branch:
+            report.delivered = commit_on_branch(
+                repo, args.branch, result.patch, f"worker: {args.goal}"[:72]
+            )
+
+
+@contextlib.contextmanager
+def _local_server(show: ProgressPrinter, out: Path) -> Iterator[str]:
+    from worker import local_model
+
+    show.say(
+        "using the bundled local model (Qwen2.5-Coder-1.5B, llama.cpp on this machine); "
+        "for a hosted model pass --base-url URL --model NAME"
+    )
+    path = local_model.pull(progress=show.say)
+    with local_model.LocalServer(model_path=path, log_path=out / "llama-server.log") as server:
+        yield server.base_url
+
+
+def _save_patch(patch: str, out: Path, report: RunReport) -> None:
+    if patch.strip():
+        (out / "fix.patch").write_text(patch, encoding="utf-8")
+        report.patch = str(out / "fix.patch")
+        report.files_changed = [
+            line[6:] for line in patch.splitlines() if line.startswith("+++ b/")
+        ]
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt) and not str(exc):
+        return "interrupted (SIGINT)"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _finish(
+    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
+) -> int:
+    report.durations["total"] = round(time.monotonic() - started, 3)
+    report.write(out / "report.json")
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        verdict = {0: "FIXED (verified)", 1: "NOT FIXED"}.get(report.exit_code, report.status)
+        show.say(f"{verdict}: {report.reason}")
+        if report.patch:
+            show.say(f"patch: {report.patch}")
+        show.say(f"report: {out / 'report.json'}")
+    sys.stdout.flush()
+    return report.exit_code

@@ -1,0 +1,41 @@
+"""Keep the conversation within bounds without breaking the tool-call protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+COLLAPSED = (
+    "[older output collapsed to save context: {size} characters; call the tool again if needed]"
+)
+
+
+def compact(
+    messages: list[dict[str, Any]], *, max_chars: int, keep_recent: int = 6, prefix: int = 2
+) -> list[dict[str, Any]]:
+    """Collapse old tool results (oldest first) until the history fits in `max_chars`.
+
+    The first `prefix` messages (system prompt and task) never change, so provider prompt caches
+    keep hitting; every tool call keeps its result message (with a short text), as the protocol
+    requires; the `keep_recent` newest messages are left whole.
+    """
+    total = sum(_size(m) for m in messages)
+    if total <= max_chars:
+        return messages
+    out = list(messages)
+    for i in range(prefix, max(prefix, len(out) - keep_recent)):
+        if total <= max_chars:
+            break
+        message = out[i]
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(content, str) and len(content) > 200:
+            short = COLLAPSED.format(size=len(content))
+            out[i] = {**message, "content": short}
+            total -= len(content) - len(short)
+    return out
+
+
+def _size(message: dict[str, Any]) -> int:
+    size = len(message.get("content") or "")
+    for call in message.get("tool_calls") or []:
+        size += len(str(call.get("function", {}).get("arguments", "")))
+    return size

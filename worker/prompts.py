@@ -1,0 +1,39 @@
+"""The words the model sees: short and concrete, so that small local models follow them too."""
+
+from __future__ import annotations
+
+SYSTEM_PROMPT = """\
+You fix bugs in a code repository so that its failing tests pass.
+You work only through the tools you are given; there is no shell.
+How to work:
+1. Read the failing test output below. Open the source files it points to with read_file.
+2. Find the bug in the source code. Do not edit tests: they define the correct behaviour.
+3. Fix it with apply_patch: a unified diff with a few unchanged context lines, paths relative \
+to the repository root (--- a/pkg/mod.py, +++ b/pkg/mod.py).
+4. After each patch the tests run automatically and you see the result. When they all pass you \
+are done; the harness checks that itself.
+Keep changes small. If a tool answers with an error, read it and correct your call."""
+
+FALSE_CLAIM = """\
+The tests do not pass yet, so the task is not done. Current result:
+{tests}
+Keep going: fix the code with apply_patch. Saying you are done again while tests fail ends the run \
+as not fixed."""
+
+NUDGE = """\
+You made the same call with the same result {n} times. Repeating it will not help: \
+try something different (read another file, or change your patch)."""
+
+VERIFY_FAILED = """\
+The tests passed in your sandbox, but not when re-run on a clean copy with your patch applied:
+{tests}
+Your fix must work from the patch alone. Keep going."""
+
+
+def task_message(*, goal: str, tests: str, listing: str) -> str:
+    """The first user message: goal, the failing tests as the harness saw them, the tree."""
+    return (
+        f"Goal: {goal}\n\n"
+        f"Test result before any change (the harness ran them):\n{tests}\n\n"
+        f"Files in the repository:\n{listing}"
+    )

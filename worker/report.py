@@ -1,0 +1,86 @@
+"""The run report (report.json): what happened, in words and figures; its shape is a schema."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from sandbox.testrun import TestRun
+
+STATUS_FOR_EXIT = {
+    0: "fixed",
+    1: "not_fixed",
+    2: "usage_error",
+    3: "environment_error",
+    130: "interrupted",
+}
+
+
+def tests_dict(run: TestRun | None) -> dict[str, Any] | None:
+    """A test run as plain data for the report."""
+    if run is None:
+        return None
+    s = run.summary
+    return {
+        "passed": run.passed,
+        "headline": run.headline(),
+        "exit_code": run.result.exit_code,
+        "timed_out": run.result.timed_out,
+        "oom_killed": run.result.oom_killed,
+        "duration_s": round(run.result.duration_s, 3),
+        "counts": None
+        if s is None
+        else {"passed": s.passed, "failed": s.failed, "errors": s.errors, "skipped": s.skipped},
+        "failing": [] if s is None else s.failing_ids(),
+    }
+
+
+@dataclass(kw_only=True)
+class RunReport:
+    """Everything report.json holds; `status` and `reason` say in words how the run ended."""
+
+    status: str = "not_fixed"
+    exit_code: int = 1
+    reason: str = ""
+    repo: str = ""
+    goal: str = ""
+    model: str | None = None
+    endpoint: str | None = None
+    tool_mode: str | None = None
+    test_cmd: str | None = None
+    steps: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+    durations: dict[str, float] = field(default_factory=dict)
+    tests_before: dict[str, Any] | None = None
+    tests_after: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    files_changed: list[str] = field(default_factory=list)
+    patch: str | None = None
+    delivered: str | None = None
+    out_dir: str | None = None
+
+    def finish(self, exit_code: int, reason: str) -> None:
+        self.exit_code = exit_code
+        self.status = STATUS_FOR_EXIT.get(exit_code, "not_fixed")
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, path: Path) -> None:
+        data = self.to_dict()
+        jsonschema.validate(data, report_schema())
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema of report.json (worker/schemas/report.schema.json)."""
+    text = resources.files("worker").joinpath("schemas/report.schema.json").read_text("utf-8")
+    return dict(json.loads(text))

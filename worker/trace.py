@@ -1,0 +1,42 @@
+"""The run's trace: one JSON object per line, flushed as it goes, so no ending loses it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+
+class Trace:
+    """Append-only JSONL writer (`with Trace(path) as trace: trace.event("tool_call", ...)`)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+        self._start = time.monotonic()
+
+    def __enter__(self) -> Trace:
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """Record one event with its time since the run started."""
+        if self._file is None:
+            return
+        record = {"type": kind, "t": round(time.monotonic() - self._start, 3), **fields}
+        self._file.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+        self._file.flush()

@@ -1,0 +1,71 @@
+"""The harness's own check: the original snapshot plus the patch, in a fresh container."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import docker
+
+from policies.limits import Limits
+from sandbox.docker_sandbox import DockerSandbox, remove_dir
+from sandbox.testrun import TestRun, run_tests
+from sandbox.workspace import SANDBOX_UID, Workspace, chown_tree
+from worker.errors import SandboxError
+
+
+def verify_patch(
+    *,
+    client: docker.DockerClient,
+    image: str,
+    workspace: Workspace,
+    patch: str,
+    test_cmd: str,
+    limits: Limits,
+    work_dir: Path,
+    timeout_s: float | None = None,
+) -> TestRun:
+    """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
+    work_dir.mkdir(parents=True)
+    fresh = work_dir / "workspace"
+    fresh.mkdir()
+    try:
+        workspace.export_snapshot(fresh)
+        apply_patch_to(fresh, patch)
+        if os.geteuid() == 0:
+            chown_tree(fresh, SANDBOX_UID)
+        box = DockerSandbox(
+            client=client,
+            image=image,
+            workspace=fresh,
+            control_dir=work_dir / "control",
+            limits=limits,
+            log_dir=work_dir / "logs",
+            labels={"worker.phase": "verify"},
+        )
+        with box:
+            return run_tests(box, test_cmd=test_cmd, timeout_s=timeout_s)
+    finally:
+        remove_dir(fresh)
+
+
+def apply_patch_to(tree: Path, patch: str, *, check_only: bool = False) -> None:
+    """`git apply` a patch to a plain directory (no repository), all or nothing."""
+    if not patch.strip():
+        return
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": str(tree),
+        "GIT_CEILING_DIRECTORIES": str(tree.parent),
+    }
+    args = ["git", "apply", "--whitespace=nowarn"] + (["--check"] if check_only else [])
+    proc = subprocess.run(
+        [*args, "-"], cwd=tree, input=patch.encode(), capture_output=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise SandboxError(
+            "the patch does not apply: " + proc.stderr.decode(errors="replace").strip()[:500]
+        )
