@@ -371,3 +371,43 @@ def test_sigint_mid_run_exits_130_and_leaves_no_container(make_repo, tmp_path, d
     r = report(tmp_path / "out")
     assert r["status"] == "interrupted" and r["steps"] >= 1
     assert (tmp_path / "out" / "trace.jsonl").read_text().count("tool_call") >= 1
+
+
+def test_json_schema_mode_for_models_without_native_tool_calls(make_repo, tmp_path):
+    """Small local models: tool calls forced through response_format, answers as JSON text."""
+    repo = make_repo(BUGGY)
+    action = {"tool": "apply_patch", "arguments": {"patch": GOOD_PATCH}}
+    with ScriptedServer(script=[text(json.dumps(action))]) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--tool-mode", "json_schema", "--json", base_url=server.base_url
+        )
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    sent = server.requests[0]
+    assert sent["response_format"]["type"] == "json_schema"
+    branches = sent["response_format"]["json_schema"]["schema"]["oneOf"]
+    names = {b["properties"]["tool"]["const"] for b in branches}
+    assert {"read_file", "apply_patch", "run_tests", "final_answer"} <= names
+    assert "tools" not in sent
+    # --json: the report on stdout, valid against the published schema.
+    import jsonschema
+
+    from worker.report import report_schema
+
+    printed = json.loads(proc.stdout)
+    jsonschema.validate(printed, report_schema())
+    assert printed["status"] == "fixed" and printed["tool_mode"] == "json_schema"
+
+
+def test_text_mode_parses_tool_call_blocks(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    reply = (
+        "I will fix it.\n<tool_call>\n"
+        + json.dumps({"name": "apply_patch", "arguments": {"patch": GOOD_PATCH}})
+        + "\n</tool_call>"
+    )
+    with ScriptedServer(script=[text(reply)]) as server:
+        proc = run_fix(repo, tmp_path / "out", "--tool-mode", "text", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    assert "apply_patch" in server.requests[0]["messages"][0]["content"]  # tools described
