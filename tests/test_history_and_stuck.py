@@ -46,8 +46,20 @@ def test_stuck_detector_nudges_then_stops_and_resets_on_change():
     d = StuckDetector(nudge_at=2, stop_at=3)
     assert d.observe("read_file", {"path": "a"}, "same") is None
     assert d.observe("read_file", {"path": "a"}, "same") == "nudge"
-    assert d.observe("read_file", {"path": "b"}, "same") is None  # different call: reset
-    assert d.observe("read_file", {"path": "b"}, "other") is None  # different result: reset
+    assert d.observe("read_file", {"path": "b"}, "same") is None  # a different call
+    assert d.observe("read_file", {"path": "b"}, "other") is None  # a different result
+
+
+def test_stuck_detector_catches_cycles():
+    d = StuckDetector(nudge_at=2, stop_at=3, window=9)
+    cycle = [
+        ("search", {"pattern": "x"}, "none"),
+        ("list_dir", {}, "a b"),
+        ("list_dir", {"path": "src"}, "no such directory"),
+    ]
+    verdicts = [d.observe(*call) for _ in range(3) for call in cycle]
+    assert verdicts[:3] == [None, None, None]
+    assert verdicts[3] == "nudge" and verdicts[6] == "stop"
 
 
 def test_no_progress_is_detected_after_idle_steps():

@@ -249,3 +249,27 @@ def test_sloppy_but_unambiguous_diffs_apply(env) -> None:
     no_context = apply("--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1,2 @@\n+import os\n")
     assert not no_context.ok and "no unchanged context lines" in no_context.text
     assert read(ws, "src/app.py").startswith("import math\n")
+
+
+def test_hunk_indented_uniformly_wrong_is_shifted_when_unambiguous(env) -> None:
+    apply, ws = env
+    # What a small model sent: every line 4 spaces too deep, counts wrong.
+    obs = apply(
+        "--- a/src/app.py\n+++ b/src/app.py\n@@ -4,7 +4,7 @@\n"
+        "     def add(a, b):\n"
+        "-        return a - b\n"
+        "+        return a + b\n"
+    )
+    assert obs.ok, obs.text
+    assert "indented 4 spaces more than the file" in obs.text
+    assert "def add(a, b):\n    return a + b\n" in read(ws, "src/app.py")
+
+
+def test_shift_that_would_match_twice_is_not_guessed(env) -> None:
+    apply, ws = env
+    before = read(ws, "src/dup.py")
+    obs = apply(
+        "--- a/src/dup.py\n+++ b/src/dup.py\n@@ -1,2 +1,2 @@\n     x = 1\n-    y = 2\n+    y = 3\n"
+    )
+    assert not obs.ok
+    assert read(ws, "src/dup.py") == before

@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from policies.paths import Decision, PathRefused
 from tools.base import Observation, Tool, ToolContext, failed
 from tools.patch_diagnose import ambiguous, explain, failing_hunk
 from tools.patch_parse import FilePatch, PatchError, parse_patch, render_patch
+from tools.patch_reindent import reindent
 
 MAX_PATCH_BYTES = 512 * 1024
 _MODE_MARK = "@worker-apply-mode "
@@ -45,7 +46,7 @@ DESCRIPTION = (
     "Edit files with a unified diff, one or more files, all or nothing. Copy context and '-' "
     "lines exactly from the file. Use '--- /dev/null' to create a file and '+++ /dev/null' to "
     "delete one. Example patch:\n"
-    "--- a/src/app.py\n+++ b/src/app.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
+    "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
     "-    return a - b\n+    return a + b"
 )
 
@@ -86,6 +87,11 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
             data={"refused": [p for p, _ in refusals]},
         )
     originals = {fp.path: _remember(reals[fp.path]) for fp in files}
+    notes: list[str] = []
+    for fp in files:
+        data = originals[fp.path].data
+        if fp.status == "M" and data is not None:
+            notes += reindent(fp, data.decode("utf-8", "replace").splitlines())
     problem = _precheck(files, originals)
     if problem:
         return failed(f"patch not applied, nothing was changed: {problem}")
@@ -106,7 +112,10 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
             text=f"patch rolled back, nothing was changed: it breaks Python syntax.\n{broken}",
             data={"rolled_back": True, "syntax_error": broken, "restored_by_host": repaired},
         )
-    return _applied(files, mode, result.output)
+    applied = _applied(files, mode, result.output)
+    if notes:
+        applied = replace(applied, text=applied.text + "\n" + "\n".join(notes))
+    return applied
 
 
 def _remember(real: Path) -> _Original:

@@ -26,7 +26,7 @@ PARAMETERS: dict[str, Any] = {
 
 DESCRIPTION = (
     f"Show lines of a text file with line numbers, {WINDOW} lines at a time. "
-    'Example: {"path": "src/app.py", "start_line": 200}.'
+    'Example: {"path": "app.py", "start_line": 1}.'
 )
 
 

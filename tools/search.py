@@ -41,7 +41,7 @@ PARAMETERS: dict[str, Any] = {
 
 DESCRIPTION = (
     "Find lines matching a Python regular expression in the repository's files; shows file, "
-    'line number and line. Example: {"pattern": "def parse_", "path": "src"}.'
+    'line number and line. Example: {"pattern": "def parse_"}.'
 )
 
 

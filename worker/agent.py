@@ -93,7 +93,7 @@ class Agent:
     _suite_passed: bool = False  # the model's own run_tests of the whole suite passed
     last_tests: TestRun | None = None
 
-    def run(self, goal: str, baseline: TestRun, listing: str) -> LoopResult:
+    def run(self, goal: str, baseline: TestRun, listing: str, sources: str = "") -> LoopResult:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
         specs = self.env.tool_specs()
         self.last_tests = baseline
@@ -102,7 +102,7 @@ class Agent:
             {
                 "role": "user",
                 "content": prompts.task_message(
-                    goal=goal, tests=baseline.render(), listing=listing
+                    goal=goal, tests=baseline.render(), listing=listing, sources=sources
                 ),
             },
         ]

@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     msub = model.add_subparsers(dest="model_command", required=True, parser_class=_Parser)
     msub.add_parser("pull", help="download and verify the local model's weights")
     serve = msub.add_parser("serve", help="serve the local model in the foreground")
+    serve.add_argument("--host", default="127.0.0.1", help="address (no API key: keep it local)")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--threads", type=int, default=None)
+    serve.add_argument("--ctx-size", type=int, default=8192)
     return parser
 
 
@@ -97,7 +100,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             path = local_model.pull(progress=lambda m: print(m, file=sys.stderr))
             print(path)
             return 0
-        return local_model.serve(port=args.port, progress=lambda m: print(m, file=sys.stderr))
+        return local_model.serve(
+            host=args.host,
+            port=args.port,
+            threads=args.threads,
+            ctx_size=args.ctx_size,
+            progress=lambda m: print(m, file=sys.stderr),
+        )
     raise UsageError(f"unknown command {args.command}")  # pragma: no cover - argparse refuses
 
 

@@ -27,6 +27,7 @@ from worker.agent import Agent, RunEnded
 from worker.deliver import apply_to_worktree, check_branch_request, commit_on_branch
 from worker.environment import SandboxEnvironment
 from worker.errors import EXIT_FIXED, EXIT_NOT_FIXED, UsageError, exit_code_for
+from worker.grounding import implicated_files
 from worker.model import OpenAIModel
 from worker.progress import ProgressPrinter
 from worker.report import RunReport, tests_dict
@@ -195,6 +196,12 @@ def _run(
             run_dir=out / "run",
         )
         listing = registry.call("list_dir", {}, context).text
+        sources = "\n\n".join(
+            registry.call("read_file", {"path": rel}, context).text
+            for rel in implicated_files(
+                baseline, workspace=session.workspace.path, paths=config.paths
+            )
+        )
         agent = Agent(
             model=model,
             env=env,
@@ -204,7 +211,7 @@ def _run(
             on_step=show.step,
         )
         try:
-            result = agent.run(args.goal, baseline, listing)
+            result = agent.run(args.goal, baseline, listing, sources)
         finally:
             report.steps = agent.usage.steps
             report.tokens_in, report.tokens_out = agent.usage.tokens_in, agent.usage.tokens_out

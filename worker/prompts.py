@@ -30,10 +30,12 @@ The tests passed in your sandbox, but not when re-run on a clean copy with your 
 Your fix must work from the patch alone. Keep going."""
 
 
-def task_message(*, goal: str, tests: str, listing: str) -> str:
-    """The first user message: goal, the failing tests as the harness saw them, the tree."""
+def task_message(*, goal: str, tests: str, listing: str, sources: str = "") -> str:
+    """The first user message: goal, the failing tests as the harness saw them, the tree, and
+    the source files the failures point at."""
+    shown = f"\n\nSource files the failing tests use:\n{sources}" if sources else ""
     return (
         f"Goal: {goal}\n\n"
         f"Test result before any change (the harness ran them):\n{tests}\n\n"
-        f"Files in the repository:\n{listing}"
+        f"Files in the repository:\n{listing}{shown}"
     )

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 
 @dataclass(kw_only=True)
 class StuckDetector:
-    """Counts identical (tool, arguments, result) repeats and steps without progress.
+    """Counts identical (tool, arguments, result) calls among the recent ones, and idle steps.
+
+    A call seen again within the last `window` calls counts as a repeat, so that cycles
+    (A, B, C, A, B, C, ...) are caught as well as plain repeats.
 
     >>> d = StuckDetector(nudge_at=2, stop_at=3)
     >>> [d.observe("read_file", {"path": "a.py"}, "same") for _ in range(3)]
@@ -19,9 +23,9 @@ class StuckDetector:
 
     nudge_at: int = 2
     stop_at: int = 4
+    window: int = 9
     idle_steps: int = 10
-    _last: str | None = None
-    _repeats: int = 0
+    _recent: deque[str] = field(default_factory=deque)
     _idle: int = 0
     _best: tuple[int, int] | None = field(default=None)
 
@@ -30,11 +34,13 @@ class StuckDetector:
         key = hashlib.sha256(
             json.dumps([tool, arguments, result], sort_keys=True, default=str).encode()
         ).hexdigest()
-        self._repeats = self._repeats + 1 if key == self._last else 1
-        self._last = key
-        if self._repeats >= self.stop_at:
+        self._recent.append(key)
+        while len(self._recent) > self.window:
+            self._recent.popleft()
+        repeats = self._recent.count(key)
+        if repeats >= self.stop_at:
             return "stop"
-        if self._repeats >= self.nudge_at:
+        if repeats >= self.nudge_at:
             return "nudge"
         return None
 
