@@ -1,4 +1,4 @@
-"""Wire a run together: snapshot the tree, start the container, clean both up on every path."""
+"""Wire a run together: snapshot the tree, start the sandbox, clean both up on every path."""
 
 from __future__ import annotations
 
@@ -6,32 +6,78 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import docker
 
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox, remove_dir
-from sandbox.workspace import Workspace, snapshot
+from sandbox.local_sandbox import LocalSandbox
+from sandbox.workspace import SANDBOX_UID, Workspace, snapshot
+
+Backend = Literal["docker", "local"]
+BACKENDS: tuple[Backend, ...] = ("docker", "local")
+Box = DockerSandbox | LocalSandbox
 
 
 @dataclass(frozen=True, kw_only=True)
 class SandboxSession:
     """A started sandbox and the workspace copy it works on."""
 
-    box: DockerSandbox
+    box: Box
     workspace: Workspace
+
+
+def make_box(
+    backend: Backend,
+    *,
+    client: docker.DockerClient | None,
+    image: str,
+    workspace: Path,
+    control_dir: Path,
+    limits: Limits,
+    output_bytes: int = 16_000,
+    log_dir: Path | None = None,
+    labels: dict[str, str] | None = None,
+) -> Box:
+    """The sandbox for `backend` (not started): a container, or host processes (weaker)."""
+    if backend == "local":
+        return LocalSandbox(
+            workspace=workspace,
+            control_dir=control_dir,
+            limits=limits,
+            output_bytes=output_bytes,
+            log_dir=log_dir,
+        )
+    assert client is not None, "the docker backend needs a client"
+    return DockerSandbox(
+        client=client,
+        image=image,
+        workspace=workspace,
+        control_dir=control_dir,
+        limits=limits,
+        output_bytes=output_bytes,
+        log_dir=log_dir,
+        labels=labels,
+    )
+
+
+def workspace_owner(backend: Backend) -> int | None:
+    """Who must own the copy: the container's user, or (local) whoever runs the worker."""
+    return SANDBOX_UID if backend == "docker" else None
 
 
 @contextmanager
 def open_session(
     repo: Path,
     *,
-    client: docker.DockerClient,
+    client: docker.DockerClient | None,
     image: str,
     run_dir: Path,
     limits: Limits,
     output_bytes: int = 16_000,
     keep_logs: bool = True,
+    backend: Backend = "docker",
 ) -> Iterator[SandboxSession]:
     """Snapshot `repo` into `run_dir` and start a sandbox on the copy; remove both at exit.
 
@@ -41,8 +87,9 @@ def open_session(
     work = run_dir / "sandbox"
     work.mkdir()
     try:
-        workspace = snapshot(repo, work)
-        box = DockerSandbox(
+        workspace = snapshot(repo, work, owner_uid=workspace_owner(backend))
+        box = make_box(
+            backend,
             client=client,
             image=image,
             workspace=workspace.path,

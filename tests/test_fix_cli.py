@@ -411,3 +411,13 @@ def test_text_mode_parses_tool_call_blocks(make_repo, tmp_path):
         server.assert_all_used()
     assert proc.returncode == 0, proc.stderr
     assert "apply_patch" in server.requests[0]["messages"][0]["content"]  # tools described
+
+
+def test_fix_with_the_local_backend(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", "--backend", "local", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["sandbox"] == "local" and r["verification"]["passed"]
+    assert "no network or filesystem isolation" in proc.stderr

@@ -242,3 +242,11 @@ def test_failing_setup_is_exit_3(make_repo, sandbox_image):
     proc = worker("sandbox", "run-tests", "--repo", str(repo), "--setup", "exit 7")
     assert proc.returncode == 3
     assert "set-up command failed" in proc.stderr
+
+
+def test_local_backend_is_explicit_and_loudly_weaker(make_repo):
+    repo = make_repo(FAILING)
+    proc = worker("sandbox", "run-tests", "--repo", str(repo), "--backend", "local")
+    assert proc.returncode == 1, proc.stderr
+    assert "no network or filesystem isolation" in proc.stderr
+    assert "FAILURE tests/test_calc.py::test_add" in proc.stdout

@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="worker", description="Fix failing tests in a disposable sandbox.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    from worker.fix_cli import add_fix_arguments  # the fix command's flags live with it
+    from worker.fix_cli import add_backend_argument, add_fix_arguments
 
     add_fix_arguments(sub.add_parser("fix", help="run the agent until the tests pass"))
 
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=None, help="seconds for the test command")
     run.add_argument("--policy", default=None, help="preset: default, strict or ci")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_backend_argument(run)
     prune = sbox.add_parser("prune", help="remove containers left by a crashed worker")
     prune.add_argument("--all", action="store_true", help="also those of running workers")
 

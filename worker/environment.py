@@ -8,7 +8,7 @@ from pathlib import Path
 import docker
 
 from policies.limits import Limits
-from sandbox.session import SandboxSession
+from sandbox.session import Backend, SandboxSession
 from sandbox.testrun import TestRun, run_tests
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
@@ -26,11 +26,13 @@ class SandboxEnvironment:
         session: SandboxSession,
         registry: ToolRegistry,
         context: ToolContext,
-        client: docker.DockerClient,
+        client: docker.DockerClient | None,
         image: str,
         limits: Limits,
         run_dir: Path,
+        backend: Backend = "docker",
     ) -> None:
+        self._backend = backend
         self._session = session
         self._registry = registry
         self._context = context
@@ -70,4 +72,5 @@ class SandboxEnvironment:
             limits=self._limits,
             work_dir=self._run_dir / f"verify-{next(self._verifications)}",
             timeout_s=self._context.test_timeout_s,
+            backend=self._backend,
         )

@@ -15,10 +15,8 @@ from pathlib import Path
 
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
-from sandbox.client import connect
-from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
-from sandbox.setup_cache import prepare_setup_image
 from sandbox.testrun import detect_test_command, run_tests
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
@@ -126,45 +124,30 @@ def _run(
     show: ProgressPrinter,
 ) -> None:
     t0 = time.monotonic()
-    client = connect()
-    image = config.image or DEFAULT_IMAGE
-    if image == DEFAULT_IMAGE:
-        ensure_image(client, progress=show.say)
-    if config.setup:
-        image, cached = prepare_setup_image(
-            client,
-            base_image=image,
-            command=config.setup,
-            repo=repo,
-            limits=config.limits,
-            progress=show.say,
-        )
-    report.durations["setup"] = round(time.monotonic() - t0, 3)
+    prepared = prepare(
+        backend=args.backend,
+        repo=repo,
+        image=config.image,
+        setup=config.setup,
+        limits=config.limits,
+        progress=show.say,
+    )
+    report.sandbox = args.backend
     with contextlib.ExitStack() as stack:
-        model_url = endpoint.base_url
-        if endpoint.local:
-            model_url = stack.enter_context(_local_server(show, out))
-        model = stack.enter_context(
-            OpenAIModel(
-                model=endpoint.model if not endpoint.local else "local",
-                base_url=model_url,
-                temperature=config.temperature,
-                timeout_s=600.0 if endpoint.local else 120.0,
-                tool_mode="json_schema"
-                if endpoint.local and config.tool_mode == "auto"
-                else config.tool_mode,
-            )
-        )
+        model = stack.enter_context(_open_model(stack, endpoint, config, show, out))
         session = stack.enter_context(
             open_session(
                 repo,
-                client=client,
-                image=image,
+                client=prepared.client,
+                image=prepared.image,
                 run_dir=out / "run",
                 limits=config.limits,
                 output_bytes=config.truncation.max_bytes,
+                backend=prepared.backend,
             )
         )
+        run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
+        report.durations["setup"] = round(time.monotonic() - t0, 3)
         test_cmd = config.test_cmd or detect_test_command(session.workspace.path)
         report.test_cmd = test_cmd
         test_timeout = args.test_timeout or config.limits.command_timeout_s
@@ -190,10 +173,11 @@ def _run(
             session=session,
             registry=registry,
             context=context,
-            client=client,
-            image=image,
+            client=prepared.client,
+            image=prepared.image,
             limits=config.limits,
             run_dir=out / "run",
+            backend=prepared.backend,
         )
         listing = registry.call("list_dir", {}, context).text
         sources = "\n\n".join(
@@ -217,9 +201,9 @@ def _run(
             report.tokens_in, report.tokens_out = agent.usage.tokens_in, agent.usage.tokens_out
             report.cost_usd = agent.usage.cost_usd if price is not None else None
             report.durations["model"] = round(agent.model_seconds, 3)
-            report.tool_mode = getattr(model, "mode", None)
+            report.tool_mode = model.mode
             report.tests_after = tests_dict(agent.last_tests)
-            _save_patch(env.diff(), out, report)
+            _save_patch(env.diff(), session.workspace.changed_files(), out, report)
         report.verification = tests_dict(result.verification)
         report.tests_after = tests_dict(result.tests_after)
         report.finish(EXIT_FIXED, result.reason)
@@ -229,6 +213,31 @@ def _run(
             report.delivered = commit_on_branch(
                 repo, args.branch, result.patch, f"worker: {args.goal}"[:72]
             )
+
+
+@contextlib.contextmanager
+def _open_model(
+    stack: contextlib.ExitStack,
+    endpoint: Endpoint,
+    config: WorkerConfig,
+    show: ProgressPrinter,
+    out: Path,
+) -> Iterator[OpenAIModel]:
+    """The model client; for the bundled model, the local server too (stopped with the stack)."""
+    base_url = endpoint.base_url
+    if endpoint.local:
+        base_url = stack.enter_context(_local_server(show, out))
+    mode = config.tool_mode
+    if endpoint.local and mode == "auto":
+        mode = "json_schema"  # measured: the bundled model never emits native tool_calls
+    with OpenAIModel(
+        model=endpoint.model,
+        base_url=base_url,
+        temperature=config.temperature,
+        timeout_s=600.0 if endpoint.local else 120.0,
+        tool_mode=mode,
+    ) as model:
+        yield model
 
 
 @contextlib.contextmanager
@@ -244,13 +253,11 @@ def _local_server(show: ProgressPrinter, out: Path) -> Iterator[str]:
         yield server.base_url
 
 
-def _save_patch(patch: str, out: Path, report: RunReport) -> None:
+def _save_patch(patch: str, changed: list[str], out: Path, report: RunReport) -> None:
     if patch.strip():
         (out / "fix.patch").write_text(patch, encoding="utf-8")
         report.patch = str(out / "fix.patch")
-        report.files_changed = [
-            line[6:] for line in patch.splitlines() if line.startswith("+++ b/")
-        ]
+        report.files_changed = changed
 
 
 def _reason(exc: BaseException) -> str:

@@ -28,6 +28,17 @@ def add_fix_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
     p.add_argument("--quiet", action="store_true", help="plain progress lines")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    add_backend_argument(p)
+
+
+def add_backend_argument(p: argparse.ArgumentParser) -> None:
+    """--backend: docker (default) or local, which is loudly weaker and never a fall-back."""
+    p.add_argument(
+        "--backend",
+        choices=["docker", "local"],
+        default="docker",
+        help="sandbox backend; local = host processes with rlimits (weaker isolation)",
+    )
 
 
 def run_fix(args: argparse.Namespace) -> int:

@@ -52,6 +52,7 @@ class RunReport:
     model: str | None = None
     endpoint: str | None = None
     tool_mode: str | None = None
+    sandbox: str | None = None
     test_cmd: str | None = None
     steps: int = 0
     tokens_in: int = 0

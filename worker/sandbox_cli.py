@@ -10,9 +10,9 @@ from dataclasses import asdict
 from policies.config import load_config
 from sandbox.client import connect
 from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
-from sandbox.setup_cache import prepare_setup_image
 from sandbox.testrun import detect_test_command
 from sandbox.testrun import run_tests as run_test_cmd
 from sandbox.workspace import make_run_dir
@@ -43,29 +43,24 @@ def run_tests(args: argparse.Namespace) -> int:
     if not repo.is_dir():
         raise UsageError(f"repository not found: {args.repo}")
     config = load_config(repo, preset=args.policy)
-    client = connect()
-    image = args.image or config.image or DEFAULT_IMAGE
-    if image == DEFAULT_IMAGE:
-        ensure_image(client, progress=_progress)
-    setup = args.setup or config.setup
-    if setup:
-        image, _ = prepare_setup_image(
-            client,
-            base_image=image,
-            command=setup,
-            repo=repo,
-            limits=config.limits,
-            progress=_progress,
-        )
-    run_dir = make_run_dir()
+    prepared = prepare(
+        backend=args.backend,
+        repo=repo,
+        image=args.image or config.image,
+        setup=args.setup or config.setup,
+        limits=config.limits,
+        progress=_progress,
+    )
     with open_session(
         repo,
-        client=client,
-        image=image,
-        run_dir=run_dir,
+        client=prepared.client,
+        image=prepared.image,
+        run_dir=make_run_dir(),
         limits=config.limits,
         output_bytes=config.truncation.max_bytes,
+        backend=prepared.backend,
     ) as session:
+        run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
         test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
         test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
     if args.json:

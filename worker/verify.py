@@ -9,15 +9,16 @@ from pathlib import Path
 import docker
 
 from policies.limits import Limits
-from sandbox.docker_sandbox import DockerSandbox, remove_dir
+from sandbox.docker_sandbox import remove_dir
+from sandbox.session import Backend, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
-from sandbox.workspace import SANDBOX_UID, Workspace, chown_tree
+from sandbox.workspace import Workspace, chown_tree
 from worker.errors import SandboxError
 
 
 def verify_patch(
     *,
-    client: docker.DockerClient,
+    client: docker.DockerClient | None,
     image: str,
     workspace: Workspace,
     patch: str,
@@ -25,6 +26,7 @@ def verify_patch(
     limits: Limits,
     work_dir: Path,
     timeout_s: float | None = None,
+    backend: Backend = "docker",
 ) -> TestRun:
     """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
     work_dir.mkdir(parents=True)
@@ -33,9 +35,11 @@ def verify_patch(
     try:
         workspace.export_snapshot(fresh)
         apply_patch_to(fresh, patch)
-        if os.geteuid() == 0:
-            chown_tree(fresh, SANDBOX_UID)
-        box = DockerSandbox(
+        owner = workspace_owner(backend)
+        if owner is not None and os.geteuid() == 0:
+            chown_tree(fresh, owner)
+        box = make_box(
+            backend,
             client=client,
             image=image,
             workspace=fresh,

@@ -1,0 +1,66 @@
+"""Everything before a sandbox can start: the daemon, the image, the cached set-up."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+
+from policies.limits import Limits
+from sandbox.client import connect
+from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
+from sandbox.session import Backend, SandboxSession
+from sandbox.setup_cache import prepare_setup_image
+from worker.errors import SandboxError
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """What a session starts from; `pending_setup` is a set-up still to run in the session
+    (the local backend has no image to cache it in)."""
+
+    backend: Backend
+    client: docker.DockerClient | None
+    image: str
+    pending_setup: str | None = None
+    setup_cached: bool = False
+
+
+def prepare(
+    *,
+    backend: Backend,
+    repo: Path,
+    image: str | None,
+    setup: str | None,
+    limits: Limits,
+    progress: Callable[[str], None],
+) -> Prepared:
+    """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up."""
+    if backend == "local":
+        progress(LOCAL_SANDBOX_WARNING)
+        return Prepared(backend=backend, client=None, image="", pending_setup=setup)
+    client = connect()
+    name = image or DEFAULT_IMAGE
+    if name == DEFAULT_IMAGE:
+        ensure_image(client, progress=progress)
+    cached = False
+    if setup:
+        name, cached = prepare_setup_image(
+            client, base_image=name, command=setup, repo=repo, limits=limits, progress=progress
+        )
+    return Prepared(backend=backend, client=client, image=name, setup_cached=cached)
+
+
+def run_pending_setup(prepared: Prepared, session: SandboxSession, *, timeout_s: float) -> None:
+    """Run a set-up the backend could not cache, in the session itself, before anything else."""
+    if not prepared.pending_setup:
+        return
+    result = session.box.run(prepared.pending_setup, timeout_s=timeout_s)
+    if not result.ok:
+        raise SandboxError(
+            f"set-up command failed ({result.describe()}): "
+            f"{prepared.pending_setup}\n{result.output[-2000:]}"
+        )
