@@ -421,3 +421,17 @@ def test_fix_with_the_local_backend(make_repo, tmp_path):
     r = report(tmp_path / "out")
     assert r["sandbox"] == "local" and r["verification"]["passed"]
     assert "no network or filesystem isolation" in proc.stderr
+
+
+def test_reused_out_folder_holds_no_stale_outputs(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    out = tmp_path / "out"
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        assert run_fix(repo, out, base_url=server.base_url).returncode == 0
+    assert (out / "fix.patch").exists()
+    with ScriptedServer(script=[text("done"), text("done")]) as server:
+        proc = run_fix(repo, out, base_url=server.base_url)
+    assert proc.returncode == 1, proc.stderr
+    assert not (out / "fix.patch").exists()  # the earlier run's patch is not left to mislead
+    assert report(out)["status"] == "not_fixed"
+    assert "verification" not in (out / "trace.jsonl").read_text()

@@ -153,6 +153,15 @@ def test_search_groups_caps_and_survives_bad_patterns(tools) -> None:
     assert tools("search", pattern="x", path="../").refusals
 
 
+def test_search_falls_back_to_plain_text_when_the_regex_finds_nothing(tools) -> None:
+    obs = tools("search", pattern="def mul(a, b):")
+    assert obs.ok and obs.data["matches"] == 1
+    assert obs.text.startswith("no matches as a regular expression; searched as plain text")
+    assert "  5: def mul(a, b):" in obs.text
+    nothing = tools("search", pattern="def div(a, b):")
+    assert nothing.data["matches"] == 0 and "plain text" not in nothing.text
+
+
 def test_search_skips_binary_files(tools, tmp_path: Path) -> None:
     obs = tools("search", pattern="PNG|binary")
     assert obs.data["matches"] == 0

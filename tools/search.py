@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,23 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     if not real.exists():
         return failed(f"no such file or directory: {rel!r}; use list_dir to see what exists.")
     files = _candidates(ctx, rel, real)
+    observation = _render(pattern, rel, files, *_scan(pattern, files))
+    literal = re.escape(pattern)
+    if (
+        observation.data["matches"] == 0
+        and literal != pattern
+        and not observation.data["timed_out"]
+    ):
+        # Small models often mean the text itself: "def f(x):" as a regex matches nothing.
+        as_text = _render(literal, rel, files, *_scan(literal, files))
+        if as_text.data["matches"]:
+            note = "no matches as a regular expression; searched as plain text instead:\n"
+            return replace(as_text, text=note + as_text.text)
+    return observation
+
+
+def _scan(pattern: str, files: list[list[str]]) -> tuple[str, bool]:
+    """Run the scanner process: (its output, whether it had to be killed)."""
     request = {
         "pattern": pattern,
         "files": files,
@@ -81,11 +99,10 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
             timeout=BUDGET_S + 2.0,
             check=False,
         )
-        output, killed = proc.stdout, False
+        return proc.stdout, False
     except subprocess.TimeoutExpired as exc:
         raw = exc.stdout or b""
-        output, killed = raw.decode() if isinstance(raw, bytes) else raw, True
-    return _render(pattern, rel, files, output, killed)
+        return (raw.decode() if isinstance(raw, bytes) else raw), True
 
 
 def _candidates(ctx: ToolContext, rel: str, real: Path) -> list[list[str]]:

@@ -18,6 +18,8 @@ from worker.model import ModelReply, ToolCall, ToolSpec, Usage
 from worker.stuck import StuckDetector
 from worker.trace import Trace
 
+REPEAT_TEMPERATURE = 0.7
+
 
 class RunEnded(WorkerError):
     """The run stopped without a verified fix (exit 1); `reason` says why, in words."""
@@ -38,7 +40,13 @@ class GaveUp(RunEnded):
 class Model(Protocol):
     """Anything that answers a conversation with text or tool calls."""
 
-    def complete(self, messages: list[dict[str, Any]], tools: Sequence[ToolSpec]) -> ModelReply: ...
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[ToolSpec],
+        *,
+        temperature: float | None = None,
+    ) -> ModelReply: ...
 
 
 class Environment(Protocol):
@@ -90,6 +98,7 @@ class Agent:
     _start: float = field(default_factory=time.monotonic)
     _claims: int = 0
     _stuck: StuckDetector = field(default_factory=StuckDetector)
+    _repeating: bool = False
     _suite_passed: bool = False  # the model's own run_tests of the whole suite passed
     last_tests: TestRun | None = None
 
@@ -106,6 +115,12 @@ class Agent:
                 ),
             },
         ]
+        self.trace.event(
+            "prompt",
+            system=messages[0]["content"],
+            task=messages[1]["content"],
+            tools=[spec.name for spec in specs],
+        )
         while True:
             self._check_budgets()
             reply = self._ask(messages, specs)
@@ -135,7 +150,10 @@ class Agent:
     def _ask(self, messages: list[dict[str, Any]], specs: list[ToolSpec]) -> ModelReply:
         started = time.monotonic()
         sent = compact(messages, max_chars=self.max_context_chars)
-        reply = self.model.complete(sent, specs)
+        # After a repeat, one warmer call: at temperature 0 a small model repeats itself forever.
+        warmer = REPEAT_TEMPERATURE if self._repeating else None
+        self._repeating = False
+        reply = self.model.complete(sent, specs, temperature=warmer)
         took = time.monotonic() - started
         self.model_seconds += took
         cost = self.cost_of(reply.usage)
@@ -208,6 +226,7 @@ class Agent:
         if verdict == "stop":
             raise Stuck(f"the model repeated the same {call.name} call with the same result")
         if verdict == "nudge":
+            self._repeating = True
             observation = replace(
                 observation,
                 text=observation.text + "\n\n" + prompts.NUDGE.format(n=self._stuck.nudge_at),

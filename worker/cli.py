@@ -68,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say("worker: interrupted")
         return exit_code_for(KeyboardInterrupt())
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, not a traceback
+        _say(f"worker: internal error: {type(exc).__name__}: {exc}")
+        return exit_code_for(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
 

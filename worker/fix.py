@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
+from sandbox.docker_sandbox import remove_dir
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
 from sandbox.testrun import detect_test_command, run_tests
@@ -24,7 +26,7 @@ from worker import pricing
 from worker.agent import Agent, RunEnded
 from worker.deliver import apply_to_worktree, check_branch_request, commit_on_branch
 from worker.environment import SandboxEnvironment
-from worker.errors import EXIT_FIXED, EXIT_NOT_FIXED, UsageError, exit_code_for
+from worker.errors import EXIT_FIXED, EXIT_NOT_FIXED, UsageError, WorkerError, exit_code_for
 from worker.grounding import implicated_files
 from worker.model import OpenAIModel
 from worker.progress import ProgressPrinter
@@ -89,7 +91,7 @@ def fix_from_args(args: argparse.Namespace) -> int:
     price = pricing.price_for(endpoint.model, config.prices)
     validate_cost_cap(config.budgets, price is not None, model=endpoint.model)
     out = args.out.expanduser().resolve() if args.out else default_out_dir(repo)
-    out.mkdir(parents=True, exist_ok=True)
+    _clear_outputs(out)
     show = ProgressPrinter(quiet=args.quiet or args.json)
     report = RunReport(
         repo=str(repo),
@@ -107,6 +109,10 @@ def fix_from_args(args: argparse.Namespace) -> int:
         report.finish(code, _reason(exc))
         if code == EXIT_NOT_FIXED and isinstance(exc, RunEnded):
             return _finish(report, out, show, started, args)
+        if not isinstance(exc, (WorkerError, KeyboardInterrupt)):
+            # A bug of ours: one line for the user, the traceback kept for the bug report.
+            (out / "traceback.txt").write_text(traceback.format_exc(), encoding="utf-8")
+            report.reason = f"internal error: {report.reason} (traceback in {out}/traceback.txt)"
         _finish(report, out, show, started, args)
         raise
     return _finish(report, out, show, started, args)
@@ -251,6 +257,17 @@ def _local_server(show: ProgressPrinter, out: Path) -> Iterator[str]:
     path = local_model.pull(progress=show.say)
     with local_model.LocalServer(model_path=path, log_path=out / "llama-server.log") as server:
         yield server.base_url
+
+
+OUTPUTS = ("fix.patch", "report.json", "trace.jsonl", "traceback.txt", "llama-server.log")
+
+
+def _clear_outputs(out: Path) -> None:
+    """An --out folder used before: our own outputs go, so none of them is stale."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+    remove_dir(out / "run")
 
 
 def _save_patch(patch: str, changed: list[str], out: Path, report: RunReport) -> None:

@@ -396,8 +396,17 @@ class OpenAIModel:
         """Bytes of the request JSON that `complete` would send now."""
         return len(json.dumps(self._request(messages, tools, self._mode)).encode())
 
-    def complete(self, messages: Sequence[dict[str, Any]], tools: Sequence[ToolSpec]) -> ModelReply:
+    def complete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[ToolSpec],
+        *,
+        temperature: float | None = None,
+    ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
+
+        `temperature` overrides the configured one for this call only (the loop raises it to
+        break a repeat).
 
         In auto mode: a 400 to native tools or to a response_format switches to text mode and
         asks again; native replies that carry tool calls only in their text switch to text mode
@@ -406,12 +415,12 @@ class OpenAIModel:
         """
         mode = self._mode
         try:
-            reply = self._call(messages, tools, mode)
+            reply = self._call(messages, tools, mode, temperature)
         except ModelBadRequest:
             if self.tool_mode != "auto" or not tools or mode == "text":
                 raise
             self._mode = "text"
-            return self._call(messages, tools, "text")
+            return self._call(messages, tools, "text", temperature)
         if self.tool_mode != "auto" or not tools or mode != "native" or reply.tool_calls:
             return reply
         content, calls = parse_text_tool_calls(reply.content or "", self._new_id)
@@ -425,11 +434,16 @@ class OpenAIModel:
         return f"call_{next(self._ids)}"
 
     def _request(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[ToolSpec], mode: WireMode
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[ToolSpec],
+        mode: WireMode,
+        temperature: float | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model}
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
+        chosen = self.temperature if temperature is None else temperature
+        if chosen is not None:
+            body["temperature"] = chosen
         if mode == "native":
             body["messages"] = list(messages)
             if tools:
@@ -445,9 +459,13 @@ class OpenAIModel:
         return body
 
     def _call(
-        self, messages: Sequence[dict[str, Any]], tools: Sequence[ToolSpec], mode: WireMode
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[ToolSpec],
+        mode: WireMode,
+        temperature: float | None = None,
     ) -> ModelReply:
-        body = self._request(messages, tools, mode)
+        body = self._request(messages, tools, mode, temperature)
         completion, attempts = self._send(body)
         if not completion.choices:
             raise ModelUnavailable(f"model endpoint {self.base_url} returned no choices")
