@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -165,13 +168,68 @@ def representative_requests(server: LocalServer) -> list[RequestFigures]:
     return [first, second]
 
 
-def measure_verified_fix(server: LocalServer) -> dict[str, Any] | None:
-    """Seconds, steps and tokens per step of `worker fix` on examples/ with this server.
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-    To be written once `worker fix` exists: run the loop against `server.base_url` on the README's
-    example and return e.g. {"fixed": True, "steps": 4, "seconds": 97.1, "tokens_per_step": ...}.
-    """
-    return None
+
+def measure_verified_fix(server: LocalServer, *, repeat: int = 1) -> list[dict[str, Any]]:
+    """`worker fix` on each project in examples/ against this server, as the README demo runs
+    it (json_schema tool calls): fixed or not, steps, seconds, tokens and seconds per step."""
+    rows = []
+    for example in sorted(p for p in EXAMPLES.iterdir() if p.is_dir()):
+        for attempt in range(1, repeat + 1):
+            with tempfile.TemporaryDirectory(prefix="bench-fix-") as out:
+                started = time.monotonic()
+                proc = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "worker.cli",
+                        "fix",
+                        "--repo",
+                        str(example),
+                        "--base-url",
+                        server.base_url,
+                        "--model",
+                        server.model_name,
+                        "--tool-mode",
+                        "json_schema",
+                        "--out",
+                        out,
+                        "--quiet",
+                        "--json",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                seconds = time.monotonic() - started
+                try:
+                    report = json.loads(proc.stdout)
+                except json.JSONDecodeError:
+                    report = {
+                        "status": f"no report (exit {proc.returncode})",
+                        "steps": 0,
+                        "tokens_in": 0,
+                        "tokens_out": 0,
+                        "durations": {},
+                    }
+            steps = max(int(report["steps"]), 1)
+            rows.append(
+                {
+                    "example": example.name,
+                    "attempt": attempt,
+                    "fixed": report["status"] == "fixed",
+                    "status": report["status"],
+                    "reason": report.get("reason", ""),
+                    "steps": report["steps"],
+                    "seconds": round(seconds, 1),
+                    "model_seconds_per_step": round(
+                        report["durations"].get("model", 0.0) / steps, 1
+                    ),
+                    "tokens_per_step": round((report["tokens_in"] + report["tokens_out"]) / steps),
+                }
+            )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--repeat", type=int, default=1, help="runs of worker fix per example")
+    parser.add_argument("--no-fix", action="store_true", help="skip the worker fix runs")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -189,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         assert server.pid is not None
         with PeakRss(server.pid) as rss:
             requests = representative_requests(server)
-            fix = measure_verified_fix(server)
+            fix = [] if args.no_fix else measure_verified_fix(server, repeat=args.repeat)
     report = {
         "pull_seconds": round(pull_s, 1),
         "server_ready_seconds": round(server.startup_s or 0.0, 2),
@@ -211,8 +271,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"    answer: {r.answer[:160]}")
     print(f"peak server RSS          {report['peak_rss_mb']} MiB")
-    if fix is not None:
-        print(f"verified fix             {fix}")
+    for row in fix:
+        why = "" if row["fixed"] else f": {row['reason']}"
+        print(
+            f"worker fix {row['example']:<10} #{row['attempt']}: "
+            f"{'FIXED' if row['fixed'] else 'not fixed'} in {row['steps']} steps, "
+            f"{row['seconds']} s ({row['model_seconds_per_step']} s and "
+            f"{row['tokens_per_step']} tokens per step){why}"
+        )
     return 0
 
 

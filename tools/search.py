@@ -145,12 +145,12 @@ def _render(
     total = sum(r["count"] for r in results)
     where = "" if rel in ("", ".") else f" in {rel}"
     files_word = "file" if len(results) == 1 else "files"
-    lines = [f"{total} matches in {len(results)} {files_word} for /{pattern}/{where}"]
+    lines = [f"{_count(total, 'match')} in {len(results)} {files_word} for /{pattern}/{where}"]
     shown_lines = shown_matches = 0
     for item in results[:MAX_FILES_SHOWN]:
         if shown_lines >= MAX_LINES_SHOWN:
             break
-        lines.append(f"{item['file']} ({item['count']} matches)")
+        lines.append(f"{item['file']} ({_count(item['count'], 'match')})")
         for number, text in item["hits"][: MAX_LINES_SHOWN - shown_lines]:
             lines.append(f"  {number}: {text}")
             shown_lines += 1
@@ -189,6 +189,10 @@ def _render(
             "timed_out": killed or bool(tail.get("stopped")),
         },
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}es"
 
 
 TOOL = Tool(name="search", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
