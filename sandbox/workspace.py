@@ -17,7 +17,8 @@ from pathlib import Path
 
 from worker.errors import SandboxError, UsageError
 
-# Directories never copied from a tree that is not a git repository.
+#: Tooling output, not the project: never copied from a tree without git, never listed or
+#: searched by the tools.
 NOISE_DIRS = frozenset(
     {
         ".git",
@@ -27,11 +28,15 @@ NOISE_DIRS = frozenset(
         ".venv",
         "venv",
         ".tox",
+        ".nox",
         "node_modules",
         ".mypy_cache",
         ".pytest_cache",
         ".ruff_cache",
         ".eggs",
+        ".idea",
+        ".vscode",
+        ".cache",
     }
 )
 # Never part of a diff, whatever the tree's own .gitignore says.

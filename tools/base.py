@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from policies.paths import Decision, PathPolicy
 from policies.truncation import Truncation
 from sandbox.results import CommandResult
+from sandbox.workspace import NOISE_DIRS
 
 
 class Box(Protocol):
@@ -79,29 +80,6 @@ def refused(path: str, decision: Decision, *, hint: str = "") -> Observation:
 def failed(text: str, **data: Any) -> Observation:
     """An observation for a call that could not do its job, with `text` saying what to do."""
     return Observation(ok=False, text=text, data=data)
-
-
-#: Directories that are never listed or searched: tooling output, not the project.
-NOISE_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        "node_modules",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".eggs",
-        ".idea",
-        ".vscode",
-        ".cache",
-    }
-)
 
 
 def is_noise(name: str) -> bool:

@@ -14,7 +14,7 @@ from tools.base import Observation
 from worker import prompts
 from worker.errors import WorkerError
 from worker.history import compact
-from worker.model import ModelReply, ToolCall, ToolSpec, Usage
+from worker.model_types import ModelReply, ToolCall, ToolSpec, Usage
 from worker.stuck import StuckDetector
 from worker.trace import Trace
 

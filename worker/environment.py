@@ -13,7 +13,7 @@ from sandbox.testrun import TestRun, run_tests
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
 from worker.errors import SandboxError
-from worker.model import ToolCall, ToolSpec
+from worker.model_types import ToolCall, ToolSpec
 from worker.verify import verify_patch
 
 

@@ -1,0 +1,82 @@
+"""The types the model client speaks in: tool specs, tool calls, usage, replies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolSpec:
+    """A tool as the model sees it: a name, a description and a JSON Schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        """The entry for the `tools` request parameter."""
+        function = {"name": self.name, "description": self.description}
+        return {"type": "function", "function": {**function, "parameters": self.parameters}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """One tool call; `error` says why `arguments` is None (they were not a JSON object)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+    error: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        """The entry for an assistant message's `tool_calls` in the canonical history."""
+        function = {"name": self.name, "arguments": self.raw_arguments}
+        return {"id": self.id, "type": "function", "function": function}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Usage:
+    """Tokens one model call consumed, as the endpoint reported them (0 when it did not)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelReply:
+    """What one `complete` call produced; `mode` says how the tool calls were obtained."""
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    finish_reason: str | None
+    mode: str
+    request_bytes: int = 0
+    attempts: int = 1
+
+    def assistant_message(self) -> dict[str, Any]:
+        """This reply as an assistant message of the canonical (native-format) history."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        return message
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Decode a tool call's arguments: (object, None) or (None, reason); blank means `{}`."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]}"
+    if not isinstance(value, dict):
+        return None, f"arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
