@@ -1,0 +1,87 @@
+"""The working-tree copy: what goes in, what stays out, and the diff of what changed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from sandbox.workspace import snapshot
+from tests.conftest import git
+
+
+def files_in(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def test_copy_has_the_tree_as_it_is_without_history(make_repo, tmp_path):
+    repo = make_repo({"app.py": "x = 1\n", "old.py": "gone\n", ".gitignore": "build/\n*.log\n"})
+    (repo / "app.py").write_text("x = 2  # uncommitted\n")
+    (repo / "new.py").write_text("untracked\n")
+    (repo / "build").mkdir()
+    (repo / "build" / "out.bin").write_text("ignored\n")
+    (repo / "debug.log").write_text("ignored\n")
+    (repo / "old.py").unlink()  # deleted, not yet committed
+    ws = snapshot(repo, tmp_path / "run", owner_uid=None)
+    assert files_in(ws.path) == {"app.py", "new.py", ".gitignore"}
+    assert (ws.path / "app.py").read_text() == "x = 2  # uncommitted\n"
+    assert not (ws.path / ".git").exists()
+    # The user's repository is only read.
+    assert git(repo, "status", "--porcelain").splitlines() == [
+        " M app.py",
+        " D old.py",
+        "?? new.py",
+    ]
+
+
+def test_links_that_leave_the_tree_are_not_copied(make_repo, tmp_path):
+    repo = make_repo({"pkg/mod.py": "x = 1\n"}, commit=False)
+    os.symlink("/etc/passwd", repo / "passwd")
+    os.symlink("../../outside", repo / "pkg" / "escape")
+    os.symlink("mod.py", repo / "pkg" / "alias.py")
+    os.symlink("pkg", repo / "pkg_link")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "links")
+    ws = snapshot(repo, tmp_path / "run", owner_uid=None)
+    assert set(ws.skipped_links) == {"passwd", "pkg/escape"}
+    assert os.readlink(ws.path / "pkg" / "alias.py") == "mod.py"
+    assert os.readlink(ws.path / "pkg_link") == "pkg"
+    assert not (ws.path / "passwd").exists() and not (ws.path / "passwd").is_symlink()
+
+
+def test_a_folder_that_is_not_a_git_repository(tmp_path):
+    tree = tmp_path / "plain"
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "a.py").write_text("a\n")
+    for noise in (".venv/lib", "__pycache__", "node_modules/x"):
+        (tree / noise).mkdir(parents=True)
+        (tree / noise / "junk").write_text("j\n")
+    ws = snapshot(tree, tmp_path / "run", owner_uid=None)
+    assert files_in(ws.path) == {"src/a.py"}
+
+
+def test_a_subfolder_of_a_repository(make_repo, tmp_path):
+    repo = make_repo({"sub/a.py": "a\n", "other/b.py": "b\n"})
+    ws = snapshot(repo / "sub", tmp_path / "run", owner_uid=None)
+    assert files_in(ws.path) == {"a.py"}
+
+
+def test_diff_applies_to_the_users_tree_and_snapshot_exports_clean(make_repo, tmp_path):
+    repo = make_repo({"app.py": "def f():\n    return 1\n", "data.bin": "x"})
+    (repo / "app.py").write_text("def f():\n    return 1  # mine\n")
+    ws = snapshot(repo, tmp_path / "run", owner_uid=None)
+    (ws.path / "app.py").write_text("def f():\n    return 2  # mine\n")
+    (ws.path / "added.py").write_text("new\n")
+    (ws.path / "data.bin").unlink()
+    (ws.path / "__pycache__").mkdir()
+    (ws.path / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\0")
+    assert sorted(ws.changed_files()) == ["added.py", "app.py", "data.bin"]
+    patch = ws.diff()
+    subprocess.run(
+        ["git", "-C", str(repo), "apply", "--check", "-"], input=patch.encode(), check=True
+    )
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    ws.export_snapshot(clean)
+    assert (clean / "app.py").read_text() == "def f():\n    return 1  # mine\n"
+    assert files_in(clean) == {"app.py", "data.bin"}
