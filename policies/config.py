@@ -29,6 +29,7 @@ from typing import Any, Literal, cast
 import jsonschema
 
 from policies.budgets import Budgets
+from policies.isolation import Isolation
 from policies.limits import Limits
 from policies.paths import PathPolicy
 from policies.truncation import Truncation
@@ -117,6 +118,7 @@ def config_schema() -> dict[str, Any]:
                 | {"allow_edit_tests": {"type": "boolean"}}
             ),
             "output": table({"max_bytes": pos_int, "max_lines": pos_int}),
+            "sandbox": table({k: {"type": "boolean"} for k in Isolation.__dataclass_fields__}),
             "prices": {
                 "type": "object",
                 "additionalProperties": table(
@@ -136,6 +138,7 @@ class WorkerConfig:
     setup: str | None = None
     image: str | None = None
     limits: Limits = field(default_factory=Limits)
+    isolation: Isolation = field(default_factory=Isolation)
     budgets: Budgets = field(default_factory=Budgets)
     paths: PathPolicy = field(default_factory=PathPolicy)
     truncation: Truncation = field(default_factory=Truncation)
@@ -276,6 +279,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         setup=merged.get("setup"),
         image=merged.get("image"),
         limits=Limits(**merged.get("limits", {})),
+        isolation=Isolation(**merged.get("sandbox", {})),
         budgets=Budgets(**merged.get("budgets", {})),
         paths=paths,
         truncation=Truncation(**merged.get("output", {})),

@@ -23,9 +23,11 @@ from typing import Any
 import docker
 import docker.errors
 
+from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
+from sandbox.workspace import SANDBOX_UID
 from worker.errors import SandboxError
 
 LABEL = "worker.sandbox"
@@ -55,9 +57,7 @@ class DockerSandbox:
         limits: Limits,
         output_bytes: int = 16_000,
         log_dir: Path | None = None,
-        network: bool = False,
-        read_only: bool = True,
-        user: str | None = None,
+        isolation: Isolation = HARDENED,
         labels: dict[str, str] | None = None,
     ) -> None:
         self._client = client
@@ -67,9 +67,8 @@ class DockerSandbox:
         self.limits = limits
         self._output_bytes = output_bytes
         self._log_dir = log_dir
-        self._network = network
-        self._read_only = read_only
-        self._user = user or (f"{os.getuid()}:{os.getgid()}" if os.geteuid() != 0 else "1000:1000")
+        self.isolation = isolation
+        self._user = _user_for(isolation)
         self._labels = {LABEL: "1", "worker.pid": str(os.getpid()), **(labels or {})}
         self._container: Any = None
         self._used_s = 0.0
@@ -91,6 +90,7 @@ class DockerSandbox:
 
     def start(self) -> None:
         """Create and start the container (no network, read-only root, no capabilities...)."""
+        isolation = self.isolation
         self.control_dir.mkdir(parents=True, exist_ok=True)
         for name in ("runner.py", "reaper.py"):
             src = resources.files("sandbox").joinpath(name)
@@ -100,7 +100,7 @@ class DockerSandbox:
             str(self.workspace): {"bind": WORKSPACE_MOUNT, "mode": "rw"},
             str(self.control_dir): {"bind": CONTROL_MOUNT, "mode": "ro"},
         }
-        if self._network and os.path.isdir(HOST_CA_BUNDLE):
+        if isolation.network and os.path.isdir(HOST_CA_BUNDLE):
             volumes[HOST_CA_BUNDLE] = {"bind": HOST_CA_BUNDLE, "mode": "ro"}
         memory = f"{self.limits.memory_mb}m"
         try:
@@ -110,12 +110,12 @@ class DockerSandbox:
                 detach=True,
                 name=f"worker-{uuid.uuid4().hex[:12]}",
                 labels=self._labels,
-                network_mode="bridge" if self._network else "none",
-                read_only=self._read_only,
+                network_mode="bridge" if isolation.network else "none",
+                read_only=isolation.read_only_root,
                 tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777,exec"},
                 user=self._user,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
+                cap_drop=["ALL"] if isolation.drop_capabilities else None,
+                security_opt=["no-new-privileges"] if isolation.no_new_privileges else None,
                 pids_limit=self.limits.pids,
                 mem_limit=memory,
                 memswap_limit=memory,
@@ -265,6 +265,16 @@ class DockerSandbox:
             return bool(self._container.attrs["State"].get("OOMKilled"))
         except docker.errors.APIError:
             return False
+
+
+def _user_for(isolation: Isolation) -> str:
+    """uid:gid of commands: the sandbox user (or, off root, the worker's own ids so that the
+    copy it made stays writable), or root where the configuration asks for it."""
+    if isolation.run_as_root:
+        return "0:0"
+    if os.geteuid() != 0:
+        return f"{os.getuid()}:{os.getgid()}"
+    return f"{SANDBOX_UID}:{SANDBOX_UID}"
 
 
 def _parse_trailer(data: bytes) -> dict[str, Any]:

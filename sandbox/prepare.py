@@ -8,6 +8,7 @@ from pathlib import Path
 
 import docker
 
+from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.client import connect
 from sandbox.image import DEFAULT_IMAGE, ensure_image
@@ -23,6 +24,7 @@ class Prepared:
     (the local backend has no image to cache it in)."""
 
     backend: Backend
+    isolation: Isolation
     client: docker.DockerClient | None
     image: str
     pending_setup: str | None = None
@@ -37,11 +39,17 @@ def prepare(
     setup: str | None,
     limits: Limits,
     progress: Callable[[str], None],
+    isolation: Isolation = HARDENED,
 ) -> Prepared:
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up."""
     if backend == "local":
         progress(LOCAL_SANDBOX_WARNING)
-        return Prepared(backend=backend, client=None, image="", pending_setup=setup)
+        return Prepared(
+            backend=backend, isolation=isolation, client=None, image="", pending_setup=setup
+        )
+    if isolation.weakened():
+        weakened = ", ".join(isolation.weakened())
+        progress(f"warning: sandbox hardening turned off by configuration: {weakened}")
     client = connect()
     name = image or DEFAULT_IMAGE
     if name == DEFAULT_IMAGE:
@@ -49,9 +57,17 @@ def prepare(
     cached = False
     if setup:
         name, cached = prepare_setup_image(
-            client, base_image=name, command=setup, repo=repo, limits=limits, progress=progress
+            client,
+            base_image=name,
+            command=setup,
+            repo=repo,
+            limits=limits,
+            isolation=isolation,
+            progress=progress,
         )
-    return Prepared(backend=backend, client=client, image=name, setup_cached=cached)
+    return Prepared(
+        backend=backend, isolation=isolation, client=client, image=name, setup_cached=cached
+    )
 
 
 def run_pending_setup(prepared: Prepared, session: SandboxSession, *, timeout_s: float) -> None:

@@ -10,6 +10,7 @@ from typing import Literal
 
 import docker
 
+from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox, remove_dir
 from sandbox.local_sandbox import LocalSandbox
@@ -39,6 +40,7 @@ def make_box(
     output_bytes: int = 16_000,
     log_dir: Path | None = None,
     labels: dict[str, str] | None = None,
+    isolation: Isolation = HARDENED,
 ) -> Box:
     """The sandbox for `backend` (not started): a container, or host processes (weaker)."""
     if backend == "local":
@@ -59,6 +61,7 @@ def make_box(
         output_bytes=output_bytes,
         log_dir=log_dir,
         labels=labels,
+        isolation=isolation,
     )
 
 
@@ -78,6 +81,7 @@ def open_session(
     output_bytes: int = 16_000,
     keep_logs: bool = True,
     backend: Backend = "docker",
+    isolation: Isolation = HARDENED,
 ) -> Iterator[SandboxSession]:
     """Snapshot `repo` into `run_dir` and start a sandbox on the copy; remove both at exit.
 
@@ -97,6 +101,7 @@ def open_session(
             limits=limits,
             output_bytes=output_bytes,
             log_dir=run_dir / "logs" if keep_logs else None,
+            isolation=isolation,
         )
         with box:
             yield SandboxSession(box=box, workspace=workspace)

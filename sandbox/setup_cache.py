@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import docker
 import docker.errors
 
+from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox, remove_dir
 from sandbox.workspace import make_run_dir, snapshot
@@ -59,6 +61,7 @@ def prepare_setup_image(
     command: str,
     repo: Path,
     limits: Limits,
+    isolation: Isolation = HARDENED,
     timeout_s: float = 900.0,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> tuple[str, bool]:
@@ -82,8 +85,9 @@ def prepare_setup_image(
             control_dir=run_dir / "control",
             limits=limits,
             log_dir=run_dir / "logs",
-            network=True,
-            read_only=False,
+            # Network on (with the host's CA bundle) and a writable root: that is what set-up
+            # is for; the result is committed, and the agent's sandbox gets neither.
+            isolation=replace(isolation, network=True, read_only_root=False),
             labels={"worker.phase": "setup"},
         )
         with box:

@@ -223,3 +223,25 @@ def test_local_backend_is_explicit_and_loudly_weaker(make_repo):
     assert proc.returncode == 1, proc.stderr
     assert "no network or filesystem isolation" in proc.stderr
     assert "FAILURE tests/test_calc.py::test_add" in proc.stdout
+
+
+def test_hardening_is_overridable_by_policy_and_says_so(make_repo, sandbox_image):
+    probe = (
+        "import os\n\n"
+        "def test_probe():\n"
+        "    nets = sorted(os.listdir('/sys/class/net'))\n"
+        "    assert False, f'NET {nets} UID {os.getuid()}'\n"
+    )
+    repo = make_repo(
+        {
+            "conftest.py": "",
+            "tests/test_probe.py": probe,
+            "worker.toml": "[sandbox]\nnetwork = true\nrun_as_root = true\n",
+        }
+    )
+    proc = worker("sandbox", "run-tests", "--repo", str(repo))
+    assert "sandbox hardening turned off by configuration: network, run_as_root" in proc.stderr
+    assert "'eth0'" in proc.stdout and "UID 0" in proc.stdout
+    hardened = make_repo({"conftest.py": "", "tests/test_probe.py": probe})
+    proc = worker("sandbox", "run-tests", "--repo", str(hardened))
+    assert "NET ['lo'] UID 1000" in proc.stdout and "turned off" not in proc.stderr

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import docker
 
+from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.session import Backend, SandboxSession
 from sandbox.testrun import TestRun, run_tests
@@ -31,8 +32,10 @@ class SandboxEnvironment:
         limits: Limits,
         run_dir: Path,
         backend: Backend = "docker",
+        isolation: Isolation = HARDENED,
     ) -> None:
         self._backend = backend
+        self._isolation = isolation
         self._session = session
         self._registry = registry
         self._context = context
@@ -73,4 +76,5 @@ class SandboxEnvironment:
             work_dir=self._run_dir / f"verify-{next(self._verifications)}",
             timeout_s=self._context.test_timeout_s,
             backend=self._backend,
+            isolation=self._isolation,
         )

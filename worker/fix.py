@@ -132,13 +132,15 @@ def _run(
     t0 = time.monotonic()
     prepared = prepare(
         backend=args.backend,
+        isolation=config.isolation,
         repo=repo,
         image=config.image,
         setup=config.setup,
         limits=config.limits,
         progress=show.say,
     )
-    report.sandbox = args.backend
+    weakened = config.isolation.weakened() if args.backend == "docker" else []
+    report.sandbox = args.backend + (f" (weakened: {', '.join(weakened)})" if weakened else "")
     with contextlib.ExitStack() as stack:
         model = stack.enter_context(_open_model(stack, endpoint, config, show, out))
         session = stack.enter_context(
@@ -150,6 +152,7 @@ def _run(
                 limits=config.limits,
                 output_bytes=config.truncation.max_bytes,
                 backend=prepared.backend,
+                isolation=prepared.isolation,
             )
         )
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
@@ -184,6 +187,7 @@ def _run(
             limits=config.limits,
             run_dir=out / "run",
             backend=prepared.backend,
+            isolation=prepared.isolation,
         )
         listing = registry.call("list_dir", {}, context).text
         sources = "\n\n".join(

@@ -45,6 +45,7 @@ def run_tests(args: argparse.Namespace) -> int:
     config = load_config(repo, preset=args.policy)
     prepared = prepare(
         backend=args.backend,
+        isolation=config.isolation,
         repo=repo,
         image=args.image or config.image,
         setup=args.setup or config.setup,
@@ -59,6 +60,7 @@ def run_tests(args: argparse.Namespace) -> int:
         limits=config.limits,
         output_bytes=config.truncation.max_bytes,
         backend=prepared.backend,
+        isolation=prepared.isolation,
     ) as session:
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
         test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)

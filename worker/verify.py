@@ -8,6 +8,7 @@ from pathlib import Path
 
 import docker
 
+from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import remove_dir
 from sandbox.session import Backend, make_box, workspace_owner
@@ -27,6 +28,7 @@ def verify_patch(
     work_dir: Path,
     timeout_s: float | None = None,
     backend: Backend = "docker",
+    isolation: Isolation = HARDENED,
 ) -> TestRun:
     """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
     work_dir.mkdir(parents=True)
@@ -47,6 +49,7 @@ def verify_patch(
             limits=limits,
             log_dir=work_dir / "logs",
             labels={"worker.phase": "verify"},
+            isolation=isolation,
         )
         with box:
             return run_tests(box, test_cmd=test_cmd, timeout_s=timeout_s)
