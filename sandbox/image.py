@@ -67,7 +67,13 @@ def ensure_image(
 ) -> str:
     """Make sure the sandbox image `name` exists and is current; return its id."""
     base_name = base or _choose_base(client, progress)
-    base_id = client.images.get(base_name).id
+    try:
+        base_id = client.images.get(base_name).id
+    except docker.errors.ImageNotFound as exc:
+        raise ImageError(
+            f"base image {base_name} is not present: pull or load it first, or leave out --base "
+            "to build one offline"
+        ) from exc
     text = dockerfile_text()
     recipe = recipe_hash(text, base_id)
     try:
@@ -78,10 +84,12 @@ def ensure_image(
     except docker.errors.ImageNotFound:
         pass
     progress(f"building {name} on {base_name}")
+    tail: list[str] = []
     with tempfile.TemporaryDirectory(prefix="worker-build-") as ctx:
         Path(ctx, "Dockerfile").write_text(text, encoding="utf-8")
         try:
-            image, logs = client.images.build(
+            # The low-level call streams the build log, so each step shows as it starts.
+            for chunk in client.api.build(
                 path=ctx,
                 tag=name,
                 buildargs={"BASE": base_name},
@@ -89,16 +97,21 @@ def ensure_image(
                 rm=True,
                 forcerm=True,
                 pull=False,
-            )
-        except docker.errors.BuildError as exc:
-            tail = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)[-800:]
-            raise ImageError(f"building {name} failed: {exc.msg}\n{tail}") from exc
+                decode=True,
+            ):
+                if "error" in chunk:
+                    raise ImageError(
+                        f"building {name} failed: {chunk['error'].strip()}\n"
+                        + "\n".join(tail[-15:])
+                    )
+                line = str(chunk.get("stream", "")).strip()
+                if line:
+                    tail.append(line)
+                if line.startswith("Step "):
+                    progress(line[:120])
         except docker.errors.APIError as exc:
             raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
-    for chunk in logs:
-        line = str(chunk.get("stream", "")).strip()
-        if line.startswith("Step "):
-            progress(line)
+    image = client.images.get(name)
     progress(f"built {name} ({image.short_id})")
     return str(image.id)
 

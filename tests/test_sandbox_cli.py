@@ -245,3 +245,9 @@ def test_hardening_is_overridable_by_policy_and_says_so(make_repo, sandbox_image
     hardened = make_repo({"conftest.py": "", "tests/test_probe.py": probe})
     proc = worker("sandbox", "run-tests", "--repo", str(hardened))
     assert "NET ['lo'] UID 1000" in proc.stdout and "turned off" not in proc.stderr
+
+
+def test_build_on_a_missing_base_is_exit_3_with_one_line(docker_client):
+    proc = worker("sandbox", "build", "--image", "worker-never:x", "--base", "no-such-base:0")
+    assert proc.returncode == 3
+    assert proc.stderr.strip().splitlines()[-1].startswith("worker: error: base image no-such")
