@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,18 +89,44 @@ class Workspace:
             )
         return proc.stdout
 
-    def diff(self) -> str:
-        """The unified diff (binary-safe) from the snapshot to the copy as it is now."""
-        self.git("add", "-A", ".")
+    def diff(self, include: Callable[[str], bool] = lambda _path: True) -> str:
+        """The unified diff (binary-safe) from the snapshot to the copy as it is now.
+
+        Only paths `include` accepts are in it, and never a link that leads out of the tree:
+        whatever the sandbox's code wrote elsewhere (tests, say) is not part of the result.
+        """
+        paths, _ = self.split_changes(include)
+        if not paths:
+            return ""
         return self.git(
-            "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "snapshot"
+            "diff",
+            "--cached",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            "snapshot",
+            "--",
+            *(f":(literal){p}" for p in paths),
         ).decode("utf-8", "replace")
 
     def changed_files(self) -> list[str]:
         """Paths that differ from the snapshot."""
         self.git("add", "-A", ".")
-        out = self.git("diff", "--cached", "--name-only", "-z", "snapshot")
+        out = self.git("diff", "--cached", "--name-only", "--no-renames", "-z", "snapshot")
         return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+    def split_changes(self, include: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+        """Changed paths as (kept, left out): left out are those `include` refuses and links
+        whose target lies outside the tree."""
+        kept: list[str] = []
+        left_out: list[str] = []
+        for rel in self.changed_files():
+            path = self.path / rel
+            escapes = path.is_symlink() and not _link_stays_inside(
+                self.path, rel, os.readlink(path)
+            )
+            (left_out if escapes or not include(rel) else kept).append(rel)
+        return kept, left_out
 
     def export_snapshot(self, dest: Path) -> None:
         """Write the original snapshot (not the edits) into the empty directory `dest`."""

@@ -435,3 +435,34 @@ def test_reused_out_folder_holds_no_stale_outputs(make_repo, tmp_path):
     assert not (out / "fix.patch").exists()  # the earlier run's patch is not left to mislead
     assert report(out)["status"] == "not_fixed"
     assert "verification" not in (out / "trace.jsonl").read_text()
+
+
+def test_code_that_rewrites_the_tests_cannot_make_them_pass(make_repo, tmp_path):
+    """The model may not edit tests; neither may the code it writes, when the tests import it.
+    Such side effects stay out of the patch, so the clean re-run uses the original tests."""
+    repo = make_repo(BUGGY)
+    cheat = """\
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,7 @@
++import pathlib
++
++_t = pathlib.Path(__file__).parent / "tests" / "test_calc.py"
++_t.write_text("def test_mean():\\n    assert True\\n")
++
+ def mean(values):
+     return sum(values) / (len(values) - 1)
+"""
+    script = [tool_call("apply_patch", {"patch": cheat}), text("done"), text("done")]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed"
+    assert r["verification"]["passed"] is False  # the clean re-run ran the original test
+    assert r["files_left_out"] == ["tests/test_calc.py"]
+    patch = (tmp_path / "out" / "fix.patch").read_text()
+    assert "+++ b/tests/" not in patch
+    # The model was told the clean re-run failed.
+    told = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
+    assert any("clean copy" in t for t in told)

@@ -101,6 +101,7 @@ class Agent:
     _repeating: bool = False
     _suite_passed: bool = False  # the model's own run_tests of the whole suite passed
     last_tests: TestRun | None = None
+    last_verification: TestRun | None = None
 
     def run(self, goal: str, baseline: TestRun, listing: str, sources: str = "") -> LoopResult:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
@@ -275,6 +276,7 @@ class Agent:
             )
         )
         patch = self.env.diff()
+        template = prompts.FALSE_CLAIM
         if tests.passed and patch.strip():
             verified = self._verify(patch)
             if verified.passed:
@@ -285,18 +287,17 @@ class Agent:
                     tests_after=tests,
                     verification=verified,
                 )
-            tests = verified
+            tests, template = verified, prompts.VERIFY_FAILED
         self._claims += 1
         if self._claims >= 2:
             raise GaveUp("the model said it was done twice while the tests still failed")
-        messages.append(
-            {"role": "user", "content": prompts.FALSE_CLAIM.format(tests=tests.render())}
-        )
+        messages.append({"role": "user", "content": template.format(tests=tests.render())})
         return None
 
     def _verify(self, patch: str) -> TestRun:
         started = time.monotonic()
         verified = self.env.verify(patch)
+        self.last_verification = verified
         self.trace.event(
             "verification",
             passed=verified.passed,

@@ -44,6 +44,7 @@ class SandboxEnvironment:
         self._limits = limits
         self._run_dir = run_dir
         self._verifications = count(1)
+        self._edited: set[str] = set()
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._registry.specs()
@@ -53,6 +54,7 @@ class SandboxEnvironment:
         if obs.data.get("exception") == "SandboxError":
             # The sandbox itself failed (time spent, container gone): not the model's to fix.
             raise SandboxError(obs.text)
+        self._edited.update(obs.changed_files)
         return obs
 
     def run_tests(self) -> TestRun:
@@ -63,7 +65,17 @@ class SandboxEnvironment:
         )
 
     def diff(self) -> str:
-        return self._session.workspace.diff()
+        """The model's edits only: files it changed through apply_patch that the policy lets it
+        write. What code run in the sandbox changed besides (a test rewritten at import time,
+        say) is a side effect, never part of the fix, so verification runs the original tests."""
+        return self._session.workspace.diff(self._is_edit)
+
+    def changes(self) -> tuple[list[str], list[str]]:
+        """Changed paths: (in the patch, left out as side effects of running code)."""
+        return self._session.workspace.split_changes(self._is_edit)
+
+    def _is_edit(self, rel: str) -> bool:
+        return rel in self._edited and self._context.paths.is_writable(rel)
 
     def verify(self, patch: str) -> TestRun:
         return verify_patch(

@@ -213,7 +213,9 @@ def _run(
             report.durations["model"] = round(agent.model_seconds, 3)
             report.tool_mode = model.mode
             report.tests_after = tests_dict(agent.last_tests)
-            _save_patch(env.diff(), session.workspace.changed_files(), out, report)
+            report.verification = tests_dict(agent.last_verification)
+            in_patch, report.files_left_out = env.changes()
+            _save_patch(env.diff(), in_patch, out, report)
         report.verification = tests_dict(result.verification)
         report.tests_after = tests_dict(result.tests_after)
         report.finish(EXIT_FIXED, result.reason)

@@ -63,6 +63,7 @@ class RunReport:
     tests_after: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
     files_changed: list[str] = field(default_factory=list)
+    files_left_out: list[str] = field(default_factory=list)
     patch: str | None = None
     delivered: str | None = None
     out_dir: str | None = None
