@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +14,7 @@ from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox, remove_dir
 from sandbox.local_sandbox import LocalSandbox
-from sandbox.workspace import SANDBOX_UID, Workspace, snapshot
+from sandbox.workspace import SANDBOX_UID, Workspace, protect_files, snapshot
 
 Backend = Literal["docker", "local"]
 BACKENDS: tuple[Backend, ...] = ("docker", "local")
@@ -82,6 +82,7 @@ def open_session(
     keep_logs: bool = True,
     backend: Backend = "docker",
     isolation: Isolation = HARDENED,
+    protect: Callable[[str], bool] | None = None,
 ) -> Iterator[SandboxSession]:
     """Snapshot `repo` into `run_dir` and start a sandbox on the copy; remove both at exit.
 
@@ -92,6 +93,8 @@ def open_session(
     work.mkdir()
     try:
         workspace = snapshot(repo, work, owner_uid=workspace_owner(backend))
+        if protect is not None and backend == "docker" and not isolation.run_as_root:
+            protect_files(workspace.path, protect)
         box = make_box(
             backend,
             client=client,

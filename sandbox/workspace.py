@@ -208,6 +208,31 @@ def _link_stays_inside(repo: Path, rel: str, link: str) -> bool:
     return not (resolved == ".." or resolved.startswith("../") or os.path.isabs(resolved))
 
 
+def protect_files(root: Path, is_protected: Callable[[str], bool]) -> list[str]:
+    """Make files the model may not write (tests, CI config) root-owned and read-only, so that
+    code run in the sandbox as the sandbox user cannot rewrite them either. Their folders get the
+    sticky bit (as /tmp has): new files can still be made there, but a root-owned file cannot be
+    deleted or renamed away. Needs root; returns the protected paths."""
+    if os.geteuid() != 0:
+        return []
+    done = []
+    folders = set()
+    for top, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(top, name)
+            rel = os.path.relpath(path, root)
+            if os.path.islink(path) or not is_protected(rel):
+                continue
+            os.chown(path, 0, 0)
+            os.chmod(path, 0o444 | (os.stat(path).st_mode & 0o111))
+            folders.add(top)
+            done.append(rel)
+    for folder in folders:
+        os.chown(folder, 0, 0)
+        os.chmod(folder, 0o1777)
+    return done
+
+
 def chown_tree(root: Path, uid: int) -> None:
     """Give a tree to the sandbox user (links themselves, not their targets)."""
     os.chown(root, uid, uid)

@@ -444,11 +444,15 @@ def test_code_that_rewrites_the_tests_cannot_make_them_pass(make_repo, tmp_path)
     cheat = """\
 --- a/calc.py
 +++ b/calc.py
-@@ -1,2 +1,7 @@
+@@ -1,2 +1,11 @@
 +import pathlib
 +
-+_t = pathlib.Path(__file__).parent / "tests" / "test_calc.py"
-+_t.write_text("def test_mean():\\n    assert True\\n")
++_here = pathlib.Path(__file__).parent
++(_here / "notes.txt").write_text("a side effect\\n")
++try:
++    (_here / "tests" / "test_calc.py").write_text("def test_mean():\\n    assert True\\n")
++except PermissionError:
++    pass
 +
  def mean(values):
      return sum(values) / (len(values) - 1)
@@ -459,10 +463,9 @@ def test_code_that_rewrites_the_tests_cannot_make_them_pass(make_repo, tmp_path)
     assert proc.returncode == 1, proc.stderr
     r = report(tmp_path / "out")
     assert r["status"] == "not_fixed"
-    assert r["verification"]["passed"] is False  # the clean re-run ran the original test
-    assert r["files_left_out"] == ["tests/test_calc.py"]
+    # The test file is read-only to the sandbox user: the rewrite failed, the test still fails.
+    assert r["tests_after"]["failing"] == ["tests/test_calc.py::test_mean"]
+    assert r["files_left_out"] == ["notes.txt"]  # a side effect: not part of the fix
     patch = (tmp_path / "out" / "fix.patch").read_text()
-    assert "+++ b/tests/" not in patch
-    # The model was told the clean re-run failed.
-    told = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"]
-    assert any("clean copy" in t for t in told)
+    assert "+++ b/calc.py" in patch
+    assert "+++ b/tests/" not in patch and "+++ b/notes.txt" not in patch

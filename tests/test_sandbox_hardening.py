@@ -114,3 +114,21 @@ def test_user_repository_is_not_mounted(box):
     mounts = [line.split()[1] for line in r.output.splitlines()]
     assert "/workspace" in mounts
     assert not any(m.startswith("/work/") or m.startswith("/root") for m in mounts)
+
+
+def test_protected_files_are_read_only_to_code_in_the_sandbox(make_repo, open_sandbox):
+    from policies.paths import PathPolicy
+
+    policy = PathPolicy()
+    repo = make_repo({"app.py": "x = 1\n", "tests/test_app.py": "def test_x():\n    pass\n"})
+    box = open_sandbox(repo, protect=lambda rel: not policy.is_writable(rel)).box
+    r = box.run("echo hacked > tests/test_app.py")
+    assert r.exit_code != 0 and "Permission denied" in r.output
+    for attack in (
+        "rm -f tests/test_app.py",
+        "mv tests/test_app.py tests/old.py",
+        "chmod u+w tests/test_app.py",
+    ):
+        assert box.run(attack).exit_code != 0, attack
+    assert box.run("cat tests/test_app.py").output.startswith("def test_x")
+    assert box.run("echo y = 2 >> app.py && touch tests/new_output.txt").ok  # the rest is not

@@ -89,4 +89,5 @@ class SandboxEnvironment:
             timeout_s=self._context.test_timeout_s,
             backend=self._backend,
             isolation=self._isolation,
+            protect=lambda rel: not self._context.paths.is_writable(rel),
         )

@@ -153,6 +153,7 @@ def _run(
                 output_bytes=config.truncation.max_bytes,
                 backend=prepared.backend,
                 isolation=prepared.isolation,
+                protect=lambda rel: not config.paths.is_writable(rel),
             )
         )
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)

@@ -61,6 +61,7 @@ def run_tests(args: argparse.Namespace) -> int:
         output_bytes=config.truncation.max_bytes,
         backend=prepared.backend,
         isolation=prepared.isolation,
+        protect=lambda rel: not config.paths.is_writable(rel),
     ) as session:
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
         test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)

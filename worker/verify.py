@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -13,7 +14,7 @@ from policies.limits import Limits
 from sandbox.docker_sandbox import remove_dir
 from sandbox.session import Backend, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
-from sandbox.workspace import Workspace, chown_tree
+from sandbox.workspace import Workspace, chown_tree, protect_files
 from worker.errors import SandboxError
 
 
@@ -29,6 +30,7 @@ def verify_patch(
     timeout_s: float | None = None,
     backend: Backend = "docker",
     isolation: Isolation = HARDENED,
+    protect: Callable[[str], bool] | None = None,
 ) -> TestRun:
     """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
     work_dir.mkdir(parents=True)
@@ -40,6 +42,8 @@ def verify_patch(
         owner = workspace_owner(backend)
         if owner is not None and os.geteuid() == 0:
             chown_tree(fresh, owner)
+            if protect is not None and not isolation.run_as_root:
+                protect_files(fresh, protect)
         box = make_box(
             backend,
             client=client,
