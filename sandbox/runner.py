@@ -6,30 +6,28 @@ The command's stdout and stderr, merged in order, go to our stdout; a one-line J
 our stderr once the command and every process it left behind are gone. On timeout the whole
 process group is killed, and then every other process of this user in the container (a process
 that escaped into a new session included): nothing outlives a command.
+
+It runs once per command, so it starts fast: no subprocess, json or signal modules (together
+about 15 ms of imports), just os, sys, time, select and binascii.
 """
 
-import base64
-import json
+import binascii
 import os
 import select
-import signal
-import subprocess
 import sys
 import time
 
+SIGKILL = 9
 CAPTURE_MAX = 4 * 1024 * 1024
 
 
 def oom_kills():
-    for path, key in (
-        ("/sys/fs/cgroup/memory.events", "oom_kill"),
-        ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
-    ):
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
         try:
             with open(path) as f:
                 for line in f:
                     name, _, value = line.partition(" ")
-                    if name == key:
+                    if name == "oom_kill":
                         return int(value)
         except (OSError, ValueError):
             continue
@@ -37,11 +35,33 @@ def oom_kills():
 
 
 def kill_everything(pgid):
-    for target in (lambda: os.killpg(pgid, signal.SIGKILL), lambda: os.kill(-1, signal.SIGKILL)):
+    for target in (lambda: os.killpg(pgid, SIGKILL), lambda: os.kill(-1, SIGKILL)):
         try:
             target()  # kill(-1) spares PID 1 and ourselves
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def spawn(command, write_fd, read_fd):
+    pid = os.fork()
+    if pid == 0:  # the child: a new session (so a process group of its own), no stdin
+        try:
+            os.setsid()
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(write_fd, 1)
+            os.dup2(write_fd, 2)
+            os.close(read_fd)
+            os.execv("/bin/sh", ["/bin/sh", "-c", command])
+        finally:
+            os._exit(127)
+    return pid
+
+
+def exit_code(status):
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
 
 
 def main():
@@ -51,23 +71,17 @@ def main():
     oom_before = oom_kills()
     read_fd, write_fd = os.pipe()
     start = time.monotonic()
-    child = subprocess.Popen(
-        ["/bin/sh", "-c", command],
-        stdin=subprocess.DEVNULL,
-        stdout=write_fd,
-        stderr=write_fd,
-        start_new_session=True,
-    )
+    pid = spawn(command, write_fd, read_fd)
     os.close(write_fd)
     deadline = start + timeout_s
     timed_out = False
-    reaped = False
+    status = None
     out = sys.stdout.buffer
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0 and not timed_out:
             timed_out = True
-            kill_everything(child.pid)
+            kill_everything(pid)
         ready, _, _ = select.select([read_fd], [], [], 0.2 if timed_out else min(remaining, 0.2))
         if ready:
             data = os.read(read_fd, 65536)
@@ -75,28 +89,32 @@ def main():
                 break
             out.write(data)
             continue
-        if child.poll() is not None and not reaped:
-            # The command ended; whatever it left running (holding our pipe open) goes too.
-            reaped = True
-            kill_everything(child.pid)
+        if status is None:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                # The command ended; whatever it left running (holding our pipe open) goes too.
+                status = raw
+                kill_everything(pid)
     out.flush()
-    returncode = child.wait()
+    if status is None:
+        _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
-    kill_everything(child.pid)
+    kill_everything(pid)
     oom_after = oom_kills()
-    result = {
-        "exit_code": 128 - returncode if returncode < 0 else returncode,
-        "duration_s": duration,
-        "timed_out": timed_out,
-        "oom_killed": oom_before >= 0 and oom_after > oom_before,
-    }
+    captured = "null"
     if capture:
         try:
             with open(capture, "rb") as f:
-                result["capture"] = base64.b64encode(f.read(CAPTURE_MAX)).decode()
+                data = f.read(CAPTURE_MAX)
+            captured = '"' + binascii.b2a_base64(data, newline=False).decode() + '"'
         except OSError:
-            result["capture"] = None
-    sys.stderr.write(json.dumps(result) + "\n")
+            pass
+    timed = "true" if timed_out else "false"
+    oom = "true" if oom_before >= 0 and oom_after > oom_before else "false"
+    sys.stderr.write(
+        f'{{"exit_code": {exit_code(status)}, "duration_s": {duration:.6f}, '
+        f'"timed_out": {timed}, "oom_killed": {oom}, "capture": {captured}}}\n'
+    )
     sys.stderr.flush()
 
 
