@@ -469,3 +469,32 @@ def test_code_that_rewrites_the_tests_cannot_make_them_pass(make_repo, tmp_path)
     patch = (tmp_path / "out" / "fix.patch").read_text()
     assert "+++ b/calc.py" in patch
     assert "+++ b/tests/" not in patch and "+++ b/notes.txt" not in patch
+
+
+def test_no_docker_is_exit_3_with_a_report(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    proc = run_fix(
+        repo,
+        tmp_path / "out",
+        base_url="http://127.0.0.1:9/v1",
+        env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+    )
+    assert proc.returncode == 3
+    assert proc.stderr.strip().splitlines()[-1].startswith("worker: error: Docker is not available")
+    assert report(tmp_path / "out")["status"] == "environment_error"
+
+
+@pytest.mark.parametrize(
+    ("files", "flags", "words"),
+    [
+        ({"conftest.py": "", "calc.py": "x = 1\n"}, [], "collected no tests"),
+        (BUGGY, ["--test-cmd", "no-such-runner"], "not found"),
+    ],
+)
+def test_a_test_command_that_runs_nothing_is_a_usage_error(
+    make_repo, tmp_path, files, flags, words
+):
+    repo = make_repo(files)
+    proc = run_fix(repo, tmp_path / "out", *flags, base_url="http://127.0.0.1:9/v1")
+    assert proc.returncode == 2, proc.stderr
+    assert words in proc.stderr.strip().splitlines()[-1]

@@ -19,7 +19,7 @@ from policies.config import WorkerConfig, load_config
 from sandbox.docker_sandbox import remove_dir
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
-from sandbox.testrun import detect_test_command, run_tests
+from sandbox.testrun import TestRun, detect_test_command, run_tests
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 from worker import pricing
@@ -167,6 +167,7 @@ def _run(
         report.tests_before = tests_dict(baseline)
         trace.event("tests_before", command=baseline.command, headline=baseline.headline())
         show.say(f"tests before: {baseline.headline()}")
+        _check_baseline(baseline)
         if baseline.passed:
             report.finish(EXIT_FIXED, "the tests already pass: nothing to fix")
             return
@@ -226,6 +227,18 @@ def _run(
             report.delivered = commit_on_branch(
                 repo, args.branch, result.patch, f"worker: {args.goal}"[:72]
             )
+
+
+def _check_baseline(baseline: TestRun) -> None:
+    """A test command that runs no test, or does not exist, is the user's to fix (exit 2)."""
+    result = baseline.result
+    if result.exit_code == 127 and not result.timed_out:
+        raise UsageError(
+            f"the test command was not found in the sandbox: {baseline.command}; "
+            "pass --test-cmd (and --setup for its dependencies)"
+        )
+    if baseline.summary is not None and baseline.summary.total == 0 and result.exit_code == 5:
+        raise UsageError("the test command collected no tests: pass --test-cmd")
 
 
 @contextlib.contextmanager
