@@ -37,6 +37,21 @@ GOOD_PATCH = """\
 """
 
 
+def fix_command(
+    repo: Path, out: Path, *extra: str, model: str = "scripted", base_url: str | None = None
+) -> list[str]:
+    """The `worker fix` command line the tests run, as a user would type it."""
+    args = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo), "--out", str(out)]
+    args += ["--model", model, "--quiet", *extra]
+    return args + (["--base-url", base_url] if base_url else [])
+
+
+def fix_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "OPENAI_API_KEY": API_KEY, **extra}
+    env.pop("OPENAI_BASE_URL", None)
+    return env
+
+
 def run_fix(
     repo: Path,
     out: Path,
@@ -44,26 +59,15 @@ def run_fix(
     base_url: str | None = None,
     timeout: float = 240,
     env: dict[str, str] | None = None,
+    model: str = "scripted",
 ) -> subprocess.CompletedProcess[str]:
-    args = [
-        sys.executable,
-        "-m",
-        "worker.cli",
-        "fix",
-        "--repo",
-        str(repo),
-        "--out",
-        str(out),
-        "--model",
-        "scripted",
-        "--quiet",
-        *extra,
-    ]
-    if base_url:
-        args += ["--base-url", base_url]
-    full_env = {**os.environ, "OPENAI_API_KEY": API_KEY, **(env or {})}
-    full_env.pop("OPENAI_BASE_URL", None)
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        fix_command(repo, out, *extra, model=model, base_url=base_url),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=fix_env(**(env or {})),
+    )
 
 
 def report(out: Path) -> dict:
@@ -226,28 +230,8 @@ def test_cost_cap_with_known_price_ends_the_run(make_repo, tmp_path):
         for n in range(1, 5)
     ]
     with ScriptedServer(script=script) as server:
-        args = ["--max-cost", "0.5"]
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "worker.cli",
-                "fix",
-                "--repo",
-                str(repo),
-                "--out",
-                str(tmp_path / "out"),
-                "--model",
-                "gpt-4o",
-                "--base-url",
-                server.base_url,
-                "--quiet",
-                *args,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            env={**os.environ, "OPENAI_API_KEY": API_KEY},
+        proc = run_fix(
+            repo, tmp_path / "out", "--max-cost", "0.5", model="gpt-4o", base_url=server.base_url
         )
     assert proc.returncode == 1, proc.stderr
     r = report(tmp_path / "out")
@@ -332,25 +316,11 @@ def test_sigint_mid_run_exits_130_and_leaves_no_container(make_repo, tmp_path, d
     script = [tool_call("read_file", {"path": "calc.py"}), {"delay": 60, "content": "late"}]
     with ScriptedServer(script=script) as server:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.cli",
-                "fix",
-                "--repo",
-                str(repo),
-                "--out",
-                str(tmp_path / "out"),
-                "--model",
-                "scripted",
-                "--base-url",
-                server.base_url,
-                "--quiet",
-            ],
+            fix_command(repo, tmp_path / "out", base_url=server.base_url),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "OPENAI_API_KEY": API_KEY},
+            env=fix_env(),
         )
         deadline = time.monotonic() + 120
         while len(server.requests) < 2 and time.monotonic() < deadline:
