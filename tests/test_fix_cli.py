@@ -468,3 +468,14 @@ def test_a_test_command_that_runs_nothing_is_a_usage_error(
     proc = run_fix(repo, tmp_path / "out", *flags, base_url="http://127.0.0.1:9/v1")
     assert proc.returncode == 2, proc.stderr
     assert words in proc.stderr.strip().splitlines()[-1]
+
+
+def test_tests_that_already_pass_need_no_model_call(make_repo, tmp_path):
+    repo = make_repo(
+        {**BUGGY, "calc.py": "def mean(values):\n    return sum(values) / len(values)\n"}
+    )
+    with ScriptedServer(script=[]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert "NOTHING TO FIX: the tests already pass" in proc.stderr
+    assert server.requests == [] and not (tmp_path / "out" / "fix.patch").exists()

@@ -34,6 +34,8 @@ from worker.report import RunReport, tests_dict
 from worker.trace import Trace
 
 LOCAL = "local"
+LOCAL_CONTEXT_CHARS = 18_000
+REMOTE_CONTEXT_CHARS = 60_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +207,8 @@ def _run(
             trace=trace,
             cost_of=(lambda u: pricing.cost(price, u)) if price else (lambda u: None),
             on_step=show.step,
+            # The bundled server has an 8192-token window: keep the history well inside it.
+            max_context_chars=LOCAL_CONTEXT_CHARS if endpoint.local else REMOTE_CONTEXT_CHARS,
         )
         try:
             result = agent.run(args.goal, baseline, listing, sources)
@@ -311,7 +315,8 @@ def _finish(
     if args.json:
         print(json.dumps(report.to_dict(), indent=2))
     else:
-        verdict = {0: "FIXED (verified)", 1: "NOT FIXED"}.get(report.exit_code, report.status)
+        fixed = "FIXED (verified)" if report.patch else "NOTHING TO FIX"
+        verdict = {0: fixed, 1: "NOT FIXED"}.get(report.exit_code, report.status.upper())
         show.say(f"{verdict}: {report.reason}")
         if report.patch:
             show.say(f"patch: {report.patch}")
