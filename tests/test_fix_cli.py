@@ -479,3 +479,11 @@ def test_tests_that_already_pass_need_no_model_call(make_repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "NOTHING TO FIX: the tests already pass" in proc.stderr
     assert server.requests == [] and not (tmp_path / "out" / "fix.patch").exists()
+
+
+def test_invalid_config_is_a_usage_error_naming_the_key(make_repo, tmp_path):
+    repo = make_repo({**BUGGY, "worker.toml": "[budgets]\nmax_stepz = 3\n"})
+    proc = run_fix(repo, tmp_path / "out", base_url="http://127.0.0.1:9/v1")
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "max_stepz" in line and "max_steps" in line
