@@ -83,6 +83,7 @@ def open_session(
     backend: Backend = "docker",
     isolation: Isolation = HARDENED,
     protect: Callable[[str], bool] | None = None,
+    exclude: Path | None = None,
 ) -> Iterator[SandboxSession]:
     """Snapshot `repo` into `run_dir` and start a sandbox on the copy; remove both at exit.
 
@@ -92,7 +93,9 @@ def open_session(
     work = run_dir / "sandbox"
     work.mkdir()
     try:
-        workspace = snapshot(repo, work, owner_uid=workspace_owner(backend))
+        workspace = snapshot(
+            repo, work, owner_uid=workspace_owner(backend), exclude=exclude or run_dir
+        )
         if protect is not None and backend == "docker" and not isolation.run_as_root:
             protect_files(workspace.path, protect)
         box = make_box(

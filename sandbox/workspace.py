@@ -134,12 +134,21 @@ class Workspace:
         subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
 
 
-def snapshot(repo: Path, dest: Path, *, owner_uid: int | None = SANDBOX_UID) -> Workspace:
-    """Copy the working tree of `repo` into `dest/workspace` and record it as the snapshot."""
+def snapshot(
+    repo: Path, dest: Path, *, owner_uid: int | None = SANDBOX_UID, exclude: Path | None = None
+) -> Workspace:
+    """Copy the working tree of `repo` into `dest/workspace` and record it as the snapshot.
+
+    Nothing under `dest` or `exclude` is copied (a run's own folder may sit inside the tree)."""
     repo = repo.resolve()
     if not repo.is_dir():
         raise UsageError(f"repository not found: {repo}")
-    files = _list_files(repo)
+    ours = [p.resolve() for p in (dest, exclude) if p is not None]
+    files = [
+        rel
+        for rel in _list_files(repo)
+        if not any((repo / rel).absolute().is_relative_to(p) for p in ours)
+    ]
     ws = dest / "workspace"
     ws.mkdir(parents=True)
     skipped: list[str] = []

@@ -487,3 +487,14 @@ def test_invalid_config_is_a_usage_error_naming_the_key(make_repo, tmp_path):
     assert proc.returncode == 2
     line = proc.stderr.strip().splitlines()[-1]
     assert "max_stepz" in line and "max_steps" in line
+
+
+def test_out_folder_inside_the_repository_is_not_copied_into_the_sandbox(make_repo):
+    repo = make_repo(BUGGY)
+    out = repo / "worker-out"
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, out, base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    first_task = server.requests[0]["messages"][1]["content"]
+    assert "worker-out" not in first_task
+    assert "worker-out" not in (out / "fix.patch").read_text()

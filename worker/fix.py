@@ -156,6 +156,7 @@ def _run(
                 backend=prepared.backend,
                 isolation=prepared.isolation,
                 protect=lambda rel: not config.paths.is_writable(rel),
+                exclude=out,  # --out may lie inside the repository: never copy our own outputs
             )
         )
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
