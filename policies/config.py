@@ -9,7 +9,7 @@ key by key; a list replaces the list below it. Path deny lists add to the built-
 
     test_cmd = "pytest -q"
     preset = "strict"
-    [limits]    cpus, memory_mb, pids, tmp_mb, command_timeout_s, total_timeout_s
+    [limits]    cpus, memory_mb, pids, tmp_mb, workspace_mb, command_timeout_s, total_timeout_s
     [budgets]   max_steps, max_tokens, max_cost_usd, max_wall_s
     [paths]     read_allow, read_deny, write_allow, write_deny, allow_edit_tests
     [output]    max_bytes, max_lines
@@ -107,7 +107,7 @@ def config_schema() -> dict[str, Any]:
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
             "limits": table(
                 {k: pos_num for k in ("cpus", "command_timeout_s", "total_timeout_s")}
-                | {k: pos_int for k in ("memory_mb", "pids", "tmp_mb")}
+                | {k: pos_int for k in ("memory_mb", "pids", "tmp_mb", "workspace_mb")}
             ),
             "budgets": table(
                 {"max_steps": pos_int, "max_tokens": pos_int}

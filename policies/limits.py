@@ -21,11 +21,23 @@ class Limits:
     memory_mb: int = 2048  # swap included: the container gets no swap beyond this
     pids: int = 256
     tmp_mb: int = 256  # size of the tmpfs mounted at /tmp
+    # What one command may write to /workspace (a host folder): measured as the drop of the host
+    # filesystem's free space while it runs, so approximate, but it keeps tests from filling it.
+    workspace_mb: int = 2048
     command_timeout_s: float = 300.0  # per command, enforced inside the container
     total_timeout_s: float = 1800.0  # all commands of one sandbox together
 
     def __post_init__(self) -> None:
-        for name in ("cpus", "memory_mb", "pids", "tmp_mb", "command_timeout_s", "total_timeout_s"):
+        names = (
+            "cpus",
+            "memory_mb",
+            "pids",
+            "tmp_mb",
+            "workspace_mb",
+            "command_timeout_s",
+            "total_timeout_s",
+        )
+        for name in names:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be positive, got {value!r}")

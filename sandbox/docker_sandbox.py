@@ -205,6 +205,7 @@ class DockerSandbox:
                     f"{limit:.3f}",
                     capture_file or "",
                     command,
+                    str(self.limits.workspace_mb),
                 ],
                 user=self._user,
                 workdir=WORKSPACE_MOUNT,
@@ -244,6 +245,7 @@ class DockerSandbox:
             truncated=capture.truncated,
             log_path=log_path,
             captured=b64decode(captured) if captured else None,
+            disk_exceeded=bool(result.get("disk_exceeded")),
         )
 
     def _kill_all(self) -> None:

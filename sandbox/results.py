@@ -20,16 +20,24 @@ class CommandResult:
     truncated: bool
     log_path: Path | None = None
     captured: bytes | None = None
+    disk_exceeded: bool = False  # killed for writing more than its share of the workspace
 
     @property
     def ok(self) -> bool:
         """True when the command exited 0 within its limits."""
-        return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+        return (
+            self.exit_code == 0
+            and not self.timed_out
+            and not self.oom_killed
+            and not self.disk_exceeded
+        )
 
     def describe(self) -> str:
         """One line a person or a model can read: how the command ended."""
         if self.timed_out:
             how = f"killed at the time limit after {self.duration_s:.1f}s"
+        elif self.disk_exceeded:
+            how = "killed: wrote more to the workspace than the limit allows"
         elif self.oom_killed:
             how = f"killed: out of memory (exit {self.exit_code})"
         else:

@@ -1,11 +1,13 @@
 """Runs one command inside the sandbox container, enforcing its time limit from inside.
 
 Executed by the container's python3 (stdlib only; no imports from the worker). Usage:
-    runner.py TIMEOUT_S CAPTURE_PATH COMMAND
+    runner.py TIMEOUT_S CAPTURE_PATH COMMAND [WORKSPACE_MB]
 The command's stdout and stderr, merged in order, go to our stdout; a one-line JSON result goes to
 our stderr once the command and every process it left behind are gone. On timeout the whole
 process group is killed, and then every other process of this user in the container (a process
-that escaped into a new session included): nothing outlives a command.
+that escaped into a new session included): nothing outlives a command. The same happens when
+the command has written more than WORKSPACE_MB to /workspace (a host folder), measured as the
+drop of free space there.
 
 It runs once per command, so it starts fast: no subprocess, json or signal modules (together
 about 15 ms of imports), just os, sys, time, select and binascii.
@@ -42,6 +44,14 @@ def kill_everything(pgid):
             pass
 
 
+def free_bytes():
+    try:
+        st = os.statvfs("/workspace")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 def spawn(command, write_fd, read_fd):
     pid = os.fork()
     if pid == 0:  # the child: a new session (so a process group of its own), no stdin
@@ -68,6 +78,9 @@ def main():
     timeout_s = float(sys.argv[1])
     capture = sys.argv[2]
     command = sys.argv[3]
+    disk_limit = int(sys.argv[4]) * 1024 * 1024 if len(sys.argv) > 4 else None
+    free_at_start = free_bytes() if disk_limit else None
+    disk_exceeded = False
     oom_before = oom_kills()
     read_fd, write_fd = os.pipe()
     start = time.monotonic()
@@ -83,6 +96,11 @@ def main():
             timed_out = True
             kill_everything(pid)
         ready, _, _ = select.select([read_fd], [], [], 0.2 if timed_out else min(remaining, 0.2))
+        if free_at_start is not None and not disk_exceeded:
+            free_now = free_bytes()
+            if free_now is not None and free_at_start - free_now > disk_limit:
+                disk_exceeded = True
+                kill_everything(pid)
         if ready:
             data = os.read(read_fd, 65536)
             if not data:
@@ -113,7 +131,8 @@ def main():
     oom = "true" if oom_before >= 0 and oom_after > oom_before else "false"
     sys.stderr.write(
         f'{{"exit_code": {exit_code(status)}, "duration_s": {duration:.6f}, '
-        f'"timed_out": {timed}, "oom_killed": {oom}, "capture": {captured}}}\n'
+        f'"timed_out": {timed}, "oom_killed": {oom}, "capture": {captured}, '
+        f'"disk_exceeded": {"true" if disk_exceeded else "false"}}}\n'
     )
     sys.stderr.flush()
 

@@ -42,7 +42,7 @@ class TestRun:
 
     def headline(self) -> str:
         """One line: counts, or how the command ended when there are none."""
-        if self.result.timed_out or self.result.oom_killed:
+        if self.result.timed_out or self.result.oom_killed or self.result.disk_exceeded:
             return f"tests did not finish: {self.result.describe()}"
         if self.summary is None:
             verdict = "passed" if self.result.ok else "failed"

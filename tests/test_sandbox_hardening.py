@@ -132,3 +132,15 @@ def test_protected_files_are_read_only_to_code_in_the_sandbox(make_repo, open_sa
         assert box.run(attack).exit_code != 0, attack
     assert box.run("cat tests/test_app.py").output.startswith("def test_x")
     assert box.run("echo y = 2 >> app.py && touch tests/new_output.txt").ok  # the rest is not
+
+
+def test_writing_more_than_the_workspace_limit_is_stopped(make_repo, open_sandbox):
+    repo = make_repo({"a.txt": "x"})
+    box = open_sandbox(repo, limits=Limits(memory_mb=512, workspace_mb=64)).box
+    r = box.run("dd if=/dev/zero of=big bs=1M count=1000 conv=fsync 2>&1; echo finished")
+    assert r.disk_exceeded and not r.ok
+    assert "finished" not in r.output
+    assert "wrote more to the workspace" in r.describe()
+    size = box.run("du -sm big | cut -f1").output.strip()
+    assert int(size) < 600  # stopped long before the 1000 MB it asked for
+    assert box.run("rm big && echo ok").output.strip() == "ok"
