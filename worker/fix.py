@@ -104,7 +104,7 @@ def fix_from_args(args: argparse.Namespace) -> int:
         cost_usd=0.0 if price is not None else None,
     )
     try:
-        with Trace(out / "trace.jsonl") as trace:
+        with Trace(path=out / "trace.jsonl") as trace:
             _run(args, repo, config, endpoint, price, out, report, trace, show)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
         code = exit_code_for(exc)

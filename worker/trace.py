@@ -10,9 +10,9 @@ from typing import IO, Any
 
 
 class Trace:
-    """Append-only JSONL writer (`with Trace(path) as trace: trace.event("tool_call", ...)`)."""
+    """Append-only JSONL writer (`with Trace(path=p) as trace: trace.event("tool_call", ...)`)."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, *, path: Path | None) -> None:
         self.path = path
         self._file: IO[str] | None = None
         self._start = time.monotonic()
