@@ -177,8 +177,10 @@ class DockerSandbox:
         *,
         timeout_s: float | None = None,
         capture_file: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> CommandResult:
-        """Run `command` with /bin/sh in /workspace, killed (whole tree) at the time limit."""
+        """Run `command` with /bin/sh in /workspace, killed (whole tree) at the time limit;
+        `env` adds variables to this command's environment."""
         if self._container is None:
             raise SandboxError("the sandbox is not running")
         remaining_total = self.limits.total_timeout_s - self._used_s
@@ -209,7 +211,7 @@ class DockerSandbox:
                 ],
                 user=self._user,
                 workdir=WORKSPACE_MOUNT,
-                environment=BASE_ENV,
+                environment={**BASE_ENV, **(env or {})},
             )["Id"]
             backstop = threading.Timer(limit + 15.0, self._kill_all)
             backstop.daemon = True

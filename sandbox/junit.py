@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 TRACEBACK_LINES = 25
+OUTCOME_OF_TAG = {"failure": "failed", "error": "error", "skipped": "skipped"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +29,10 @@ class TestSummary:
     errors: int
     skipped: int
     failures: tuple[TestFailure, ...]
+    #: Every test case by id: "passed", "failed", "error" or "skipped" (the verdict compares them).
+    outcomes: Mapping[str, str] = field(default_factory=dict)
+    #: The report's global <property> elements (the verdict's stamp is one of them).
+    properties: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -52,7 +58,11 @@ def parse_junit(xml_bytes: bytes) -> TestSummary:
         raise ValueError(f"not JUnit XML: root element <{root.tag}>")
     passed = failed = errors = skipped = 0
     failures: list[TestFailure] = []
+    outcomes: dict[str, str] = {}
+    properties: dict[str, str] = {}
     for suite in suites:
+        for prop in suite.findall("./properties/property"):
+            properties[prop.get("name") or ""] = prop.get("value") or ""
         for case in suite.iter("testcase"):
             test_id = _test_id(case)
             outcome = None
@@ -60,6 +70,7 @@ def parse_junit(xml_bytes: bytes) -> TestSummary:
                 if child.tag in ("failure", "error", "skipped"):
                     outcome = child
                     break
+            outcomes[test_id] = "passed" if outcome is None else OUTCOME_OF_TAG[outcome.tag]
             if outcome is None:
                 passed += 1
             elif outcome.tag == "skipped":
@@ -78,7 +89,13 @@ def parse_junit(xml_bytes: bytes) -> TestSummary:
                     )
                 )
     return TestSummary(
-        passed=passed, failed=failed, errors=errors, skipped=skipped, failures=tuple(failures)
+        passed=passed,
+        failed=failed,
+        errors=errors,
+        skipped=skipped,
+        failures=tuple(failures),
+        outcomes=outcomes,
+        properties=properties,
     )
 
 
@@ -87,6 +104,8 @@ def _test_id(case: ET.Element) -> str:
     classname = case.get("classname") or ""
     name = case.get("name") or "?"
     file = case.get("file")
+    if file and not classname:
+        return file  # a file that failed to collect: pytest names it by its path alone
     parts = classname.split(".") if classname else []
     if file:
         module_parts = file[:-3].replace("/", ".").split(".") if file.endswith(".py") else []

@@ -131,8 +131,10 @@ class LocalSandbox:
         *,
         timeout_s: float | None = None,
         capture_file: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> CommandResult:
-        """Run `command` with /bin/sh in the workspace, killed (whole tree) at the time limit."""
+        """Run `command` with /bin/sh in the workspace, killed (whole tree) at the time limit;
+        `env` adds variables to this command's environment."""
         if not self._started:
             raise SandboxError("the sandbox is not running")
         remaining_total = self.limits.total_timeout_s - self._used_s
@@ -149,7 +151,7 @@ class LocalSandbox:
         )
         started = time.monotonic()
         try:
-            returncode, timed_out = self._execute(shell_command, limit, capture)
+            returncode, timed_out = self._execute(shell_command, limit, capture, env or {})
         finally:
             capture.close()
             self._used_s += time.monotonic() - started
@@ -200,14 +202,16 @@ class LocalSandbox:
             MARKER_VAR: self._token,
         }
 
-    def _execute(self, command: str, limit: float, capture: OutputCapture) -> tuple[int, bool]:
+    def _execute(
+        self, command: str, limit: float, capture: OutputCapture, env: dict[str, str]
+    ) -> tuple[int, bool]:
         """Run to the end or the limit; feed output to `capture`; (returncode, timed out)."""
         read_fd, write_fd = os.pipe()
         try:
             child = subprocess.Popen(
                 ["/bin/sh", "-c", command],
                 cwd=self.workspace,
-                env=self._environment(),
+                env={**self._environment(), **env},
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,

@@ -2,51 +2,69 @@
 
 from __future__ import annotations
 
+import secrets
 import shlex
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Protocol
 
 from sandbox.junit import TestSummary, parse_junit
 from sandbox.results import CommandResult
+from sandbox.verdict import Verdict, judge_run
 from worker.errors import UsageError
 
 DEFAULT_TEST_CMD = "python -m pytest"
 PYTEST_FLAGS = "-q -p no:cacheprovider -o junit_family=xunit1"
+STAMP_MODULE = "worker_junit_stamp"
 
 
 class CommandRunner(Protocol):
     """Anything that runs a shell command in a sandbox (DockerSandbox, LocalSandbox)."""
 
     def run(
-        self, command: str, *, timeout_s: float | None = None, capture_file: str | None = None
+        self,
+        command: str,
+        *,
+        timeout_s: float | None = None,
+        capture_file: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> CommandResult: ...
+
+    def stage(self, name: str, data: bytes) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
 class TestRun:
     """One run of the test command: how the command ended and, where JUnit XML came back, why."""
 
+    __test__ = False  # not a pytest test class, whatever its name
+
     command: str
     result: CommandResult
     summary: TestSummary | None
+    expects_junit: bool = False  # pytest was asked for a JUnit report
+    token: str | None = None  # what our plugin stamps into that report (sandbox/junit_stamp.py)
+    test_ids: tuple[str, ...] = ()  # the tests asked for; () is the whole suite
+
+    @property
+    def verdict(self) -> Verdict:
+        """This run judged on its own (sandbox/verdict.py); against a baseline: `verdict.judge`."""
+        return judge_run(self)
 
     @property
     def passed(self) -> bool:
-        """Exit 0 within limits, and (where known) at least one test ran and none failed."""
-        if not self.result.ok:
-            return False
-        return self.summary is None or self.summary.all_passed
+        return self.verdict.passed
 
     def headline(self) -> str:
         """One line: counts, or how the command ended when there are none."""
         if self.result.timed_out or self.result.oom_killed or self.result.disk_exceeded:
             return f"tests did not finish: {self.result.describe()}"
         if self.summary is None:
-            verdict = "passed" if self.result.ok else "failed"
-            return f"test command {verdict} ({self.result.describe()}; no JUnit report)"
+            verdict = "passed" if self.passed else "failed"
+            missing = "no JUnit report: not a pass" if self.expects_junit else "no JUnit report"
+            return f"test command {verdict} ({self.result.describe()}; {missing})"
         s = self.summary
         return (
             f"{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.skipped} skipped "
@@ -102,21 +120,36 @@ def run_tests(
     timeout_s: float | None = None,
 ) -> TestRun:
     """Run the test command (or the given test ids) and parse its JUnit report."""
-    ids = " ".join(shlex.quote(t) for t in validate_test_ids(test_ids))
-    junit = None
+    ids = validate_test_ids(test_ids)
+    junit = token = None
     command = test_cmd
+    env: dict[str, str] = {}
     if is_pytest(test_cmd):
-        junit = f"/tmp/worker-junit-{uuid.uuid4().hex[:8]}.xml"
-        command = f"{test_cmd} {PYTEST_FLAGS} --junitxml={junit}"
+        junit = f"/tmp/worker-junit-{secrets.token_hex(4)}.xml"
+        token = secrets.token_hex(16)
+        plugin = box.stage(STAMP_MODULE + ".py", _stamp_plugin())
+        env = {"WORKER_RUN_TOKEN": token, "PYTHONPATH": plugin.rsplit("/", 1)[0]}
+        command = f"{test_cmd} {PYTEST_FLAGS} -p {STAMP_MODULE} --junitxml={junit}"
     if ids:
-        command = f"{command} {ids}"
+        command = f"{command} {' '.join(shlex.quote(t) for t in ids)}"
     if junit:
         command = f"rm -f {junit}; {command}"
-    result = box.run(command, timeout_s=timeout_s, capture_file=junit)
+    result = box.run(command, timeout_s=timeout_s, capture_file=junit, env=env)
     summary = None
     if result.captured:
         try:
             summary = parse_junit(result.captured)
         except ValueError:
             summary = None
-    return TestRun(command=command, result=result, summary=summary)
+    return TestRun(
+        command=command,
+        result=result,
+        summary=summary,
+        expects_junit=junit is not None,
+        token=token,
+        test_ids=tuple(ids),
+    )
+
+
+def _stamp_plugin() -> bytes:
+    return resources.files("sandbox").joinpath("junit_stamp.py").read_bytes()

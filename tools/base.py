@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from policies.paths import Decision, PathPolicy
 from policies.truncation import Truncation
 from sandbox.results import CommandResult
+from sandbox.testrun import TestRun
 from sandbox.workspace import NOISE_DIRS
 
 
@@ -21,7 +22,12 @@ class Box(Protocol):
     """The part of a sandbox the tools use: run a command, stage a read-only file."""
 
     def run(
-        self, command: str, *, timeout_s: float | None = None, capture_file: str | None = None
+        self,
+        command: str,
+        *,
+        timeout_s: float | None = None,
+        capture_file: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> CommandResult: ...
 
     def stage(self, name: str, data: bytes) -> str: ...
@@ -51,6 +57,7 @@ class Observation:
     refusals: tuple[Decision, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
     changed_files: tuple[str, ...] = ()
+    tests: TestRun | None = None  # a test run the tool made, for the loop to judge
 
 
 Execute = Callable[[dict[str, Any], ToolContext], Observation]

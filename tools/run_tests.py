@@ -64,7 +64,9 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         )
     elif result.oom_killed:
         text += "\nThe tests ran out of memory and were killed."
-    return Observation(ok=not (result.timed_out or result.oom_killed), text=text, data=data)
+    return Observation(
+        ok=not (result.timed_out or result.oom_killed), text=text, data=data, tests=run
+    )
 
 
 TOOL = Tool(name="run_tests", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from policies.budgets import Budgets, BudgetUsage, check
 from sandbox.testrun import TestRun
+from sandbox.verdict import Verdict, judge
 from tools.base import Observation
 from worker import prompts
 from worker.errors import WorkerError
@@ -80,6 +81,7 @@ class LoopResult:
     patch: str = ""
     tests_after: TestRun | None = None
     verification: TestRun | None = None
+    verdict: Verdict | None = None  # the clean re-run judged against the baseline
 
 
 @dataclass(kw_only=True)
@@ -99,14 +101,16 @@ class Agent:
     _claims: int = 0
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _repeating: bool = False
-    _suite_passed: bool = False  # the model's own run_tests of the whole suite passed
+    _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
+    baseline: TestRun | None = None
     last_tests: TestRun | None = None
     last_verification: TestRun | None = None
+    last_verdict: Verdict | None = None
 
     def run(self, goal: str, baseline: TestRun, listing: str, sources: str = "") -> LoopResult:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
         specs = self.env.tool_specs()
-        self.last_tests = baseline
+        self.baseline = self.last_tests = baseline
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.SYSTEM_PROMPT},
             {
@@ -193,8 +197,8 @@ class Agent:
                 observation,
                 text=observation.text + "\n\nTests after this patch:\n" + self.last_tests.render(),
             )
-        elif call.name == "run_tests" and not observation.data.get("tests"):
-            self._suite_passed = bool(observation.data.get("passed"))
+        elif observation.tests is not None and not observation.tests.test_ids:
+            self._suite_run = observation.tests
         verdict = self._stuck.observe(
             call.name, call.arguments or call.raw_arguments, observation.text
         )
@@ -237,22 +241,13 @@ class Agent:
     def _check_done(self, messages: list[dict[str, Any]]) -> LoopResult | None:
         tests = self.last_tests
         patch = self.env.diff()
-        passing = self._suite_passed or (tests is not None and tests.passed)
-        self._suite_passed = False
-        if passing and patch.strip():
-            verified = self._verify(patch)
-            if verified.passed:
-                return LoopResult(
-                    fixed=True,
-                    reason="tests pass, verified on a clean copy",
-                    patch=patch,
-                    tests_after=tests if tests and tests.passed else verified,
-                    verification=verified,
-                )
-            messages.append(
-                {"role": "user", "content": prompts.VERIFY_FAILED.format(tests=verified.render())}
-            )
-            self.last_tests = verified
+        suite, self._suite_run = self._suite_run, None
+        fresh = tests is not self.last_verification  # a failed re-run is not re-verified
+        if patch.strip() and (self._fixes(suite) or (fresh and self._fixes(tests))):
+            done = self._verify(patch, tests_after=suite if self._fixes(suite) else tests)
+            if done is not None:
+                return done
+            messages.append({"role": "user", "content": self._verify_failed()})
         failing = None if tests is None or tests.summary is None else len(tests.summary.failures)
         if self._stuck.step_done(failing=failing, diff_size=len(patch)):
             raise Stuck(f"no progress in the last {self._stuck.idle_steps} steps")
@@ -276,35 +271,53 @@ class Agent:
             )
         )
         patch = self.env.diff()
-        template = prompts.FALSE_CLAIM
-        if tests.passed and patch.strip():
-            verified = self._verify(patch)
-            if verified.passed:
-                return LoopResult(
-                    fixed=True,
-                    reason="tests pass, verified on a clean copy",
-                    patch=patch,
-                    tests_after=tests,
-                    verification=verified,
-                )
-            tests, template = verified, prompts.VERIFY_FAILED
+        text = prompts.FALSE_CLAIM.format(tests=tests.render())
+        if patch.strip() and self._fixes(tests):
+            done = self._verify(patch, tests_after=tests)
+            if done is not None:
+                return done
+            text = self._verify_failed()
         self._claims += 1
         if self._claims >= 2:
             raise GaveUp("the model said it was done twice while the tests still failed")
-        messages.append({"role": "user", "content": template.format(tests=tests.render())})
+        messages.append({"role": "user", "content": text})
         return None
 
-    def _verify(self, patch: str) -> TestRun:
+    def _fixes(self, tests: TestRun | None) -> bool:
+        """The sandbox's own run (whole suite) says fixed, by the same rules as the re-run."""
+        return tests is not None and judge(tests, baseline=self.baseline).passed
+
+    def _verify(self, patch: str, *, tests_after: TestRun | None) -> LoopResult | None:
+        """The harness's clean re-run, judged against the baseline: the fix, or None."""
         started = time.monotonic()
         verified = self.env.verify(patch)
-        self.last_verification = verified
+        verdict = judge(verified, baseline=self.baseline, patch=patch)
+        self.last_verification, self.last_verdict = verified, verdict
         self.trace.event(
             "verification",
-            passed=verified.passed,
+            passed=verdict.passed,
+            rule=verdict.rule,
+            reasons=list(verdict.reasons),
             tests=verified.headline(),
             duration_s=round(time.monotonic() - started, 3),
         )
-        return verified
+        if not verdict.passed:
+            self.last_tests = verified
+            return None
+        return LoopResult(
+            fixed=True,
+            reason=f"tests pass, verified on a clean copy ({verdict.describe()})",
+            patch=patch,
+            tests_after=tests_after,
+            verification=verified,
+            verdict=verdict,
+        )
+
+    def _verify_failed(self) -> str:
+        assert self.last_verification is not None and self.last_verdict is not None
+        return prompts.VERIFY_FAILED.format(
+            verdict=self.last_verdict.describe(), tests=self.last_verification.render()
+        )
 
 
 def _target(call: ToolCall) -> str:

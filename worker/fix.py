@@ -20,6 +20,7 @@ from sandbox.docker_sandbox import remove_dir
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
 from sandbox.testrun import TestRun, detect_test_command, run_tests
+from sandbox.verdict import judge
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 from worker import pricing
@@ -223,6 +224,7 @@ def _run(
             report.verification = tests_dict(agent.last_verification)
             in_patch, report.files_left_out = env.changes()
             _save_patch(env.diff(), in_patch, out, report)
+            report.verdict = _final_verdict(agent, baseline, env.diff())
         report.verification = tests_dict(result.verification)
         report.tests_after = tests_dict(result.tests_after)
         report.finish(EXIT_FIXED, result.reason)
@@ -232,6 +234,15 @@ def _run(
             report.delivered = commit_on_branch(
                 repo, args.branch, result.patch, f"worker: {args.goal}"[:72]
             )
+
+
+def _final_verdict(agent: Agent, baseline: TestRun, patch: str) -> dict[str, object] | None:
+    """How the harness judged the end state: the last clean re-run, else the last test run."""
+    judged = agent.last_verification or agent.last_tests
+    if judged is None or judged is baseline:
+        return None
+    of = "verification" if judged is agent.last_verification else "tests_after"
+    return {**judge(judged, baseline=baseline, patch=patch).to_dict(), "of": of}
 
 
 def _check_baseline(baseline: TestRun) -> None:

@@ -25,7 +25,8 @@ You made the same call with the same result {n} times. Repeating it will not hel
 try something different (read another file, or change your patch)."""
 
 VERIFY_FAILED = """\
-The tests passed in your sandbox, but not when re-run on a clean copy with your patch applied:
+The harness re-ran the tests on a clean copy with your patch applied, and that is not a fix yet \
+({verdict}):
 {tests}
 Your fix must work from the patch alone. Keep going."""
 

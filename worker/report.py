@@ -62,6 +62,7 @@ class RunReport:
     tests_before: dict[str, Any] | None = None
     tests_after: dict[str, Any] | None = None
     verification: dict[str, Any] | None = None
+    verdict: dict[str, Any] | None = None
     files_changed: list[str] = field(default_factory=list)
     files_left_out: list[str] = field(default_factory=list)
     patch: str | None = None
