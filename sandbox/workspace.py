@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from worker.errors import SandboxError, UsageError
+from worker.user_git import last_error_line, user_git
 
 #: Tooling output, not the project: never copied from a tree without git, never listed or
 #: searched by the tools.
@@ -113,7 +114,8 @@ class Workspace:
         """Paths that differ from the snapshot."""
         self.git("add", "-A", ".")
         out = self.git("diff", "--cached", "--name-only", "--no-renames", "-z", "snapshot")
-        return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+        # surrogateescape: a name that is not UTF-8 must come back to git as the same bytes.
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def split_changes(self, include: Callable[[str], bool]) -> tuple[list[str], list[str]]:
         """Changed paths as (kept, left out): left out are those `include` refuses and links
@@ -184,21 +186,12 @@ def make_run_dir(prefix: str = "worker-run-") -> Path:
 
 
 def _list_files(repo: Path) -> list[str]:
-    probe = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if probe.returncode != 0:
+    if user_git(repo, "rev-parse", "--show-toplevel").returncode != 0:
         return _walk(repo)
-    out = subprocess.run(
-        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True,
-        check=True,
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-    ).stdout
-    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+    proc = user_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if proc.returncode != 0:
+        raise SandboxError(f"cannot list the files of {repo}: {last_error_line(proc)}")
+    return sorted({p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p})
 
 
 def _walk(repo: Path) -> list[str]:

@@ -69,7 +69,7 @@ class ToolRegistry:
             )
         else:
             obs = self._validated_call(tool, {} if args is None else args, ctx)
-        return _truncate(obs, ctx)
+        return _truncate(_valid_utf8(obs), ctx)
 
     def _validated_call(self, tool: Tool, args: Any, ctx: ToolContext) -> Observation:
         error = best_match(self._validators[tool.name].iter_errors(args))
@@ -121,6 +121,13 @@ def _usage(tool: Tool) -> str:
     required = set(tool.parameters.get("required", []))
     parts = [f"{k}{'' if k in required else '?'}: {v.get('type', 'any')}" for k, v in props.items()]
     return f"{tool.name} {{{', '.join(parts)}}}"
+
+
+def _valid_utf8(obs: Observation) -> Observation:
+    """File names that are not UTF-8 reach us as surrogates, which no JSON request can carry:
+    show their bytes as \\xNN escapes instead."""
+    text = obs.text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return obs if text == obs.text else dataclasses.replace(obs, text=text)
 
 
 def _truncate(obs: Observation, ctx: ToolContext) -> Observation:

@@ -1,4 +1,8 @@
-"""Hand the verified patch to the user's repository, only when asked: --apply or --branch."""
+"""Hand the verified patch to the user's repository, only when asked: --apply or --branch.
+
+Every git command here goes through `user_git`, so nothing the repository's config names (an
+fsmonitor, hooks, a signing program) runs on the host.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +10,44 @@ import os
 import tempfile
 from pathlib import Path
 
-import git
-
-from worker.errors import UsageError
-from worker.verify import apply_patch_to
+from worker.errors import SandboxError, UsageError
+from worker.user_git import last_error_line, user_git
 
 
 def check_branch_request(repo: Path, branch: str) -> None:
     """Refuse early (exit 2) a --branch that cannot be made: no repository, bad or taken name."""
-    try:
-        r = git.Repo(repo, search_parent_directories=False)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-        raise UsageError(f"--branch needs a git repository: {repo} is not one") from exc
-    try:
-        r.git.check_ref_format("--branch", branch)
-    except git.GitCommandError as exc:
-        raise UsageError(f"--branch: not a valid branch name: {branch!r}") from exc
-    if branch in r.heads:
+    top = user_git(repo, "rev-parse", "--show-toplevel")
+    if top.returncode != 0 or Path(os.fsdecode(top.stdout.strip())) != repo.resolve():
+        raise UsageError(f"--branch needs a git repository: {repo} is not one")
+    if user_git(repo, "check-ref-format", "--branch", branch).returncode != 0:
+        raise UsageError(f"--branch: not a valid branch name: {branch!r}")
+    if user_git(repo, "rev-parse", "--verify", "-q", f"refs/heads/{branch}").returncode == 0:
         raise UsageError(f"--branch: branch {branch!r} already exists")
-    if not r.head.is_valid():
+    if user_git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}").returncode != 0:
         raise UsageError("--branch needs a repository with at least one commit")
 
 
 def apply_to_worktree(repo: Path, patch: str) -> str:
-    """Apply the patch to the user's working tree, all or nothing."""
-    apply_patch_to(repo, patch, check_only=True)
-    apply_patch_to(repo, patch)
+    """Apply the patch to the user's working tree, all or nothing.
+
+    git runs with a private, empty git directory and no user or system config: it only writes
+    files, and the repository's config (filters named by its .gitattributes) plays no part, as
+    none did when the patch was made from the copy.
+    """
+    if not patch.strip():
+        return "nothing to apply"
+    with tempfile.TemporaryDirectory(prefix="worker-apply-") as tmp:
+        git_dir = os.path.join(tmp, "git")
+        no_config = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+        user_git(Path(tmp), "init", "-q", "--bare", "--template=", git_dir, env=no_config)
+        env = {**no_config, "GIT_DIR": git_dir, "GIT_WORK_TREE": str(repo.resolve())}
+        for args in (
+            ("apply", "--check", "--whitespace=nowarn", "-"),
+            ("apply", "--whitespace=nowarn", "-"),
+        ):
+            proc = user_git(repo, *args, env=env, input_bytes=patch.encode())
+            if proc.returncode != 0:
+                raise SandboxError(f"the patch does not apply: {last_error_line(proc)}")
     return "applied to the working tree"
 
 
@@ -43,20 +59,26 @@ def commit_on_branch(repo: Path, branch: str, patch: str, message: str) -> str:
     this says so (the patch file is still there).
     """
     check_branch_request(repo, branch)
-    r = git.Repo(repo)
     with tempfile.TemporaryDirectory(prefix="worker-index-") as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        patch_file = Path(tmp, "fix.patch")
-        patch_file.write_text(patch, encoding="utf-8")
-        try:
-            r.git.read_tree("HEAD", env=env)
-            r.git.apply("--cached", "--whitespace=nowarn", str(patch_file), env=env)
-            tree = r.git.write_tree(env=env)
-            commit = r.git.commit_tree(tree, "-p", "HEAD", "-m", message, env=env)
-        except git.GitCommandError as exc:
-            raise UsageError(
-                "the patch does not apply to HEAD (it may need your uncommitted changes): "
-                + (exc.stderr or str(exc)).strip().splitlines()[-1][:300]
-            ) from exc
-    r.git.update_ref(f"refs/heads/{branch}", commit, "0" * 40)
+        steps: list[tuple[str, ...]] = [
+            ("read-tree", "HEAD"),
+            ("apply", "--cached", "--whitespace=nowarn", "-"),
+            ("write-tree",),
+        ]
+        for args in steps:
+            proc = user_git(repo, *args, env=env, input_bytes=patch.encode())
+            if proc.returncode != 0:
+                raise UsageError(
+                    "the patch does not apply to HEAD (it may need your uncommitted changes): "
+                    + last_error_line(proc)
+                )
+        tree = proc.stdout.decode().strip()
+        proc = user_git(repo, "commit-tree", tree, "-p", "HEAD", "-m", message, env=env)
+        if proc.returncode != 0:
+            raise UsageError(f"cannot commit the patch: {last_error_line(proc)}")
+    commit = proc.stdout.decode().strip()
+    proc = user_git(repo, "update-ref", f"refs/heads/{branch}", commit, "0" * 40)
+    if proc.returncode != 0:
+        raise UsageError(f"cannot create branch {branch!r}: {last_error_line(proc)}")
     return f"committed as {commit[:12]} on new branch {branch}"

@@ -20,7 +20,10 @@ class Trace:
     def __enter__(self) -> Trace:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+            # backslashreplace: a file name that is not UTF-8 is logged as its escapes.
+            self._file = open(  # noqa: SIM115 - closed in __exit__
+                self.path, "a", encoding="utf-8", errors="backslashreplace"
+            )
         return self
 
     def __exit__(
