@@ -1,4 +1,5 @@
-"""Budgets of one run (steps, tokens, cost, wall clock), checked before each model call."""
+"""Budgets of one run (steps, tokens, cost, wall clock), checked before each model call, and
+the cap on one answer's length, sent with each call."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ def _positive(name: str, value: object, *, optional: bool) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class Budgets:
-    """Caps of one run; `None` means no cap (steps are always capped).
+    """Caps of one run; `None` means no cap (steps and one answer's tokens are always capped).
+
+    `max_completion_tokens` caps each answer (sent as the request's `max_tokens`): one tool
+    call needs far less, and a model that runs away stops there instead of filling its window.
 
     >>> Budgets().max_steps
     30
@@ -30,12 +34,14 @@ class Budgets:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     max_wall_s: float | None = None
+    max_completion_tokens: int = 1536
 
     def __post_init__(self) -> None:
         _positive("max_steps", self.max_steps, optional=False)
         _positive("max_tokens", self.max_tokens, optional=True)
         _positive("max_cost_usd", self.max_cost_usd, optional=True)
         _positive("max_wall_s", self.max_wall_s, optional=True)
+        _positive("max_completion_tokens", self.max_completion_tokens, optional=False)
 
 
 @dataclass(frozen=True, kw_only=True)

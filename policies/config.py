@@ -10,7 +10,7 @@ key by key; a list replaces the list below it. Path deny lists add to the built-
     test_cmd = "pytest -q"
     preset = "strict"
     [limits]    cpus, memory_mb, pids, tmp_mb, workspace_mb, command_timeout_s, total_timeout_s
-    [budgets]   max_steps, max_tokens, max_cost_usd, max_wall_s
+    [budgets]   max_steps, max_tokens, max_cost_usd, max_wall_s, max_completion_tokens
     [paths]     read_allow, read_deny, write_allow, write_deny, allow_edit_tests
     [output]    max_bytes, max_lines
     [prices."model-name"]  input, output   (USD per million tokens)
@@ -110,7 +110,7 @@ def config_schema() -> dict[str, Any]:
                 | {k: pos_int for k in ("memory_mb", "pids", "tmp_mb", "workspace_mb")}
             ),
             "budgets": table(
-                {"max_steps": pos_int, "max_tokens": pos_int}
+                {"max_steps": pos_int, "max_tokens": pos_int, "max_completion_tokens": pos_int}
                 | {"max_cost_usd": pos_num, "max_wall_s": pos_num}
             ),
             "paths": table(

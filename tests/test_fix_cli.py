@@ -498,3 +498,67 @@ def test_out_folder_inside_the_repository_is_not_copied_into_the_sandbox(make_re
     first_task = server.requests[0]["messages"][1]["content"]
     assert "worker-out" not in first_task
     assert "worker-out" not in (out / "fix.patch").read_text()
+
+
+def test_the_time_budget_cuts_a_model_call_that_never_answers(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    with ScriptedServer(script=[tool_call("read_file", {"path": "calc.py"}, delay=120)]) as server:
+        started = time.monotonic()
+        proc = run_fix(repo, tmp_path / "out", "--timeout", "5", base_url=server.base_url)
+        took = time.monotonic() - started
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed" and "time budget" in r["reason"], r["reason"]
+    assert took < 40  # not the 120 s the server would take
+    # Every request caps the answer's length.
+    assert server.requests[0]["max_tokens"] == 1536
+
+
+def test_an_answer_cut_off_by_length_is_told_and_the_run_goes_on(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    runaway = text(
+        '{"tool": "read_file", "arguments": {"path": "' + "a" * 3000,
+        finish_reason="length",
+        usage={"prompt_tokens": 900, "completion_tokens": 1536},
+    )
+    script = [runaway, tool_call("apply_patch", {"patch": GOOD_PATCH})]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    told = server.requests[1]["messages"]
+    assert "cut off at 1536 tokens" in told[-1]["content"] and told[-1]["role"] == "user"
+    assert len(told[-2]["content"]) < 300  # the runaway is not sent back whole
+    kinds = [json.loads(line)["type"] for line in (tmp_path / "out" / "trace.jsonl").open()]
+    assert "cut_off" in kinds and "claim" not in kinds
+
+
+def test_a_request_too_long_for_the_window_is_retried_compacted(make_repo, tmp_path):
+    repo = make_repo({**BUGGY, "notes.txt": "a long line of notes\n" * 400})
+    too_long = "the request exceeds the available context size, try increasing it"
+    script = [
+        tool_call("read_file", {"path": "notes.txt"}),
+        tool_call("read_file", {"path": "calc.py"}),
+        http_error(400, too_long),
+        tool_call("apply_patch", {"patch": GOOD_PATCH}),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    refused, retried = (json.dumps(server.requests[i]["messages"]) for i in (2, 3))
+    assert len(retried) < len(refused) and "collapsed" in retried
+
+
+def test_a_request_that_cannot_fit_the_window_ends_as_a_budget(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, your messages resulted "
+        "in 9000 tokens. Please reduce the length of the messages."
+    )
+    with ScriptedServer(script=[http_error(400, too_long)]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed" and "context" in r["reason"], r["reason"]

@@ -12,6 +12,8 @@ import pytest
 
 from worker.errors import ModelUnavailable, exit_code_for
 from worker.model import (
+    CallOutOfTime,
+    ContextTooLong,
     ModelAuthError,
     ModelBadRequest,
     OpenAIModel,
@@ -241,6 +243,84 @@ def test_timeout_is_retried() -> None:
     with ScriptedServer(script=[{"delay": 5}, text("ok")]) as server:
         with model(server, timeout_s=0.3) as client:
             assert client.complete(MESSAGES, TOOLS).content == "ok"
+
+
+def test_every_request_caps_the_answer_length() -> None:
+    with ScriptedServer(script=[text("ok"), text("ok")]) as server:
+        with model(server) as client:
+            client.complete(MESSAGES, TOOLS)
+        with model(server, max_completion_tokens=300) as client:
+            client.complete(MESSAGES, TOOLS)
+    assert [r["max_tokens"] for r in server.requests] == [1536, 300]
+
+
+def test_a_model_that_wants_max_completion_tokens_gets_it() -> None:
+    refusal = (
+        "Unsupported parameter: 'max_tokens' is not supported with this model. "
+        "Use 'max_completion_tokens' instead."
+    )
+    with ScriptedServer(script=[http_error(400, refusal), text("ok"), text("ok")]) as server:
+        with model(server) as client:
+            assert client.complete(MESSAGES, TOOLS).content == "ok"
+            client.complete(MESSAGES, TOOLS)
+    assert "max_tokens" in server.requests[0]
+    for later in server.requests[1:]:
+        assert later["max_completion_tokens"] == 1536 and "max_tokens" not in later
+
+
+def test_the_callers_time_limit_cuts_a_call_that_never_answers() -> None:
+    with ScriptedServer(script=[{"delay": 60}]) as server:
+        with model(server, timeout_s=120) as client:
+            started = time.monotonic()
+            with pytest.raises(CallOutOfTime, match="timed out") as caught:
+                client.complete(MESSAGES, TOOLS, timeout_s=1.0)
+    assert time.monotonic() - started < 3
+    assert isinstance(caught.value, TimeoutError)
+
+
+def test_retries_never_go_past_the_callers_time_limit() -> None:
+    with ScriptedServer(script=[{"delay": 60}] * 10) as server:
+        with model(server, timeout_s=0.3, backoff=0.2, max_backoff=0.2) as client:
+            started = time.monotonic()
+            with pytest.raises(CallOutOfTime, match=r"attempt\(s\)"):
+                client.complete(MESSAGES, TOOLS, timeout_s=1.5)
+    assert 1.0 < time.monotonic() - started < 2.5
+    assert 2 <= len(server.requests) <= 4
+
+
+def test_an_answer_that_trickles_in_is_cut_at_the_timeout() -> None:
+    # A space every 0.1 s keeps each read short: only a bound on the whole answer stops it.
+    with ScriptedServer(script=[{"trickle": 30, "content": "late"}]) as server:
+        with model(server, timeout_s=1.0, max_retries=0) as client:
+            started = time.monotonic()
+            with pytest.raises(ModelUnavailable, match="timed out"):
+                client.complete(MESSAGES, TOOLS)
+    assert time.monotonic() - started < 3
+
+
+def test_a_short_trickle_is_read_whole() -> None:
+    with ScriptedServer(script=[{"trickle": 0.5, "content": "slow but fine"}]) as server:
+        with model(server, timeout_s=5.0) as client:
+            assert client.complete(MESSAGES, TOOLS).content == "slow but fine"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "the request exceeds the available context size, try increasing it",  # llama.cpp
+        "This model's maximum context length is 8192 tokens. However, your messages resulted "
+        "in 9000 tokens. Please reduce the length of the messages.",  # OpenAI
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 "
+        "tokens (3464 in the messages, 1536 in the completion). Please reduce the length of "
+        "the messages or completion.",  # vLLM
+    ],
+)
+def test_context_too_long_is_its_own_error_and_no_reason_to_switch_mode(message: str) -> None:
+    with ScriptedServer(script=[http_error(400, message)]) as server:
+        with model(server, mode="auto") as client, pytest.raises(ContextTooLong) as caught:
+            client.complete(MESSAGES, TOOLS)
+        assert client.mode == "native"
+    assert len(server.requests) == 1 and caught.value.status_code == 400
 
 
 def test_dead_endpoint_gives_model_unavailable_in_bounded_time() -> None:

@@ -73,6 +73,15 @@ output = 0.6
     assert config.sources == ("pyproject.toml [tool.worker]",)
 
 
+def test_the_answer_cap_has_a_default_and_is_configurable(tmp_path: Path) -> None:
+    assert load_config(tmp_path).budgets.max_completion_tokens == 1536
+    write(tmp_path, "worker.toml", "[budgets]\nmax_completion_tokens = 512\n")
+    assert load_config(tmp_path).budgets.max_completion_tokens == 512
+    write(tmp_path, "worker.toml", "[budgets]\nmax_completion_tokens = 0\n")
+    with pytest.raises(ConfigError, match="max_completion_tokens"):
+        load_config(tmp_path)
+
+
 def test_pyproject_without_a_worker_table_is_fine(tmp_path: Path) -> None:
     write(tmp_path, "pyproject.toml", '[project]\nname = "demo"\n')
     assert load_config(tmp_path).preset == "default"

@@ -14,12 +14,13 @@ from sandbox.verdict import Verdict, judge
 from tools.base import Observation
 from worker import prompts
 from worker.errors import WorkerError
-from worker.history import compact
-from worker.model_types import ModelReply, ToolCall, ToolSpec, Usage
+from worker.history import compact, history_chars
+from worker.model_types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
 from worker.stuck import StuckDetector
 from worker.trace import Trace
 
 REPEAT_TEMPERATURE = 0.7
+CUT_OFF_SHOWN = 200  # characters of a cut-off answer kept in the history
 
 
 class RunEnded(WorkerError):
@@ -47,6 +48,7 @@ class Model(Protocol):
         tools: Sequence[ToolSpec],
         *,
         temperature: float | None = None,
+        timeout_s: float | None = None,
     ) -> ModelReply: ...
 
 
@@ -152,13 +154,51 @@ class Agent:
         if reason:
             raise BudgetExhausted(reason)
 
+    def _time_left(self) -> float | None:
+        if self.budgets.max_wall_s is None:
+            return None
+        return self.budgets.max_wall_s - (time.monotonic() - self._start)
+
     def _ask(self, messages: list[dict[str, Any]], specs: list[ToolSpec]) -> ModelReply:
+        """One model answer the loop can use; an answer cut off by length is not one.
+
+        A cut-off answer (a runaway string, a half-written tool call) is not run: the model is
+        told, and asked again, within the same budgets.
+        """
+        reply = self._ask_once(messages, specs)
+        while reply.finish_reason == "length" and not _complete_calls(reply):
+            self.trace.event("cut_off", step=self.usage.steps, tokens=reply.usage.completion_tokens)
+            calls = reply.tool_calls
+            head = (reply.content or (calls[0].raw_arguments if calls else ""))[:CUT_OFF_SHOWN]
+            messages.append({"role": "assistant", "content": f"{head}... [cut off]"})
+            tokens = reply.usage.completion_tokens or "the maximum number of"
+            messages.append({"role": "user", "content": prompts.CUT_OFF.format(tokens=tokens)})
+            self._repeating = True  # the same prompt at temperature 0 runs away again
+            self._check_budgets()
+            reply = self._ask_once(messages, specs)
+        return reply
+
+    def _ask_once(self, messages: list[dict[str, Any]], specs: list[ToolSpec]) -> ModelReply:
         started = time.monotonic()
         sent = compact(messages, max_chars=self.max_context_chars)
         # After a repeat, one warmer call: at temperature 0 a small model repeats itself forever.
         warmer = REPEAT_TEMPERATURE if self._repeating else None
         self._repeating = False
-        reply = self.model.complete(sent, specs, temperature=warmer)
+        while True:
+            try:
+                reply = self.model.complete(
+                    sent, specs, temperature=warmer, timeout_s=self._time_left()
+                )
+                break
+            except CallOutOfTime as exc:
+                self.model_seconds += time.monotonic() - started
+                self.usage = replace(self.usage, elapsed_s=time.monotonic() - self._start)
+                raise BudgetExhausted(
+                    f"time budget exhausted during a model call: {self.usage.elapsed_s:.0f}s of "
+                    f"{self.budgets.max_wall_s:.0f}s elapsed (max_wall_s); {exc}"
+                ) from exc
+            except ContextTooLong as exc:
+                sent = self._shrink(messages, sent, exc)
         took = time.monotonic() - started
         self.model_seconds += took
         cost = self.cost_of(reply.usage)
@@ -186,6 +226,22 @@ class Agent:
             tool_calls=[c.to_openai() for c in reply.tool_calls],
         )
         return reply
+
+    def _shrink(
+        self, messages: list[dict[str, Any]], sent: list[dict[str, Any]], exc: ContextTooLong
+    ) -> list[dict[str, Any]]:
+        """The endpoint said the request is too long: halve the history's size for this call
+        and the next ones, or end the run when compacting cannot make it smaller."""
+        size = history_chars(sent)
+        self.max_context_chars = max(1, min(self.max_context_chars, size) // 2)
+        smaller = compact(messages, max_chars=self.max_context_chars, keep_recent=2)
+        self.trace.event("context_too_long", chars=size, shrunk_to=history_chars(smaller))
+        if history_chars(smaller) >= size:
+            raise BudgetExhausted(
+                f"context budget exhausted: the conversation ({size} characters) does not fit "
+                f"the model's window even compacted; {exc}"
+            ) from exc
+        return smaller
 
     def _act(self, call: ToolCall) -> Observation:
         started = time.monotonic()
@@ -318,6 +374,11 @@ class Agent:
         return prompts.VERIFY_FAILED.format(
             verdict=self.last_verdict.describe(), tests=self.last_verification.render()
         )
+
+
+def _complete_calls(reply: ModelReply) -> bool:
+    """Whether a reply carries tool calls that all parsed (a cut after them does no harm)."""
+    return bool(reply.tool_calls) and all(call.error is None for call in reply.tool_calls)
 
 
 def _target(call: ToolCall) -> str:

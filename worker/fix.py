@@ -277,6 +277,7 @@ def _open_model(
         base_url=base_url,
         temperature=config.temperature,
         timeout_s=600.0 if endpoint.local else 120.0,
+        max_completion_tokens=config.budgets.max_completion_tokens,
         tool_mode=mode,
     ) as model:
         yield model

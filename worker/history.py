@@ -18,7 +18,7 @@ def compact(
     keep hitting; every tool call keeps its result message (with a short text), as the protocol
     requires; the `keep_recent` newest messages are left whole.
     """
-    total = sum(_size(m) for m in messages)
+    total = history_chars(messages)
     if total <= max_chars:
         return messages
     out = list(messages)
@@ -32,6 +32,11 @@ def compact(
             out[i] = {**message, "content": short}
             total -= len(content) - len(short)
     return out
+
+
+def history_chars(messages: list[dict[str, Any]]) -> int:
+    """The size `compact` measures: message texts and tool-call arguments, in characters."""
+    return sum(_size(m) for m in messages)
 
 
 def _size(message: dict[str, Any]) -> int:

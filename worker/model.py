@@ -17,9 +17,22 @@ from itertools import count
 from typing import Any, Literal
 
 import openai
+from openai.types.chat import ChatCompletion
 
+from policies.budgets import Budgets
 from worker.errors import ModelUnavailable
-from worker.model_types import ModelReply, ToolCall, ToolSpec, Usage, parse_arguments
+from worker.model_types import (
+    CallOutOfTime,
+    ContextTooLong,
+    ModelAuthError,
+    ModelBadRequest,
+    ModelRefused,
+    ModelReply,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    parse_arguments,
+)
 from worker.tool_text import (
     FINAL_ANSWER,
     action_response_format,
@@ -32,6 +45,8 @@ from worker.tool_text import (
 
 __all__ = [
     "FINAL_ANSWER",
+    "CallOutOfTime",
+    "ContextTooLong",
     "ModelAuthError",
     "ModelBadRequest",
     "ModelRefused",
@@ -52,22 +67,16 @@ WireMode = Literal["native", "json_schema", "text"]
 NO_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insists on one
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _AUTO_SWITCH_AFTER = 2  # replies showing the need before auto mode changes wire mode
-
-
-class ModelRefused(ModelUnavailable):
-    """The endpoint answered with an error that retrying cannot fix."""
-
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-
-
-class ModelAuthError(ModelRefused):
-    """The endpoint refused our credentials (HTTP 401/403)."""
-
-
-class ModelBadRequest(ModelRefused):
-    """The endpoint rejected the request itself (HTTP 400/404/422 and other 4xx)."""
+# How llama.cpp, OpenAI, vLLM and Anthropic-style proxies word "the request is too long".
+_CONTEXT_WORDS = (
+    "context_length_exceeded",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+    "maximum context length",
+    "reduce the length of the messages",
+    "prompt is too long",
+    "context window",
+)
 
 
 def _provider_message(exc: openai.APIStatusError) -> str:
@@ -75,6 +84,12 @@ def _provider_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return str(body["message"])
     return exc.message
+
+
+def _is_context_too_long(exc: openai.APIStatusError, said: str) -> bool:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    text = " ".join(str(part) for part in (said, body.get("code"), body.get("type"))).lower()
+    return exc.status_code in (400, 413) and any(words in text for words in _CONTEXT_WORDS)
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -91,6 +106,9 @@ class OpenAIModel:
     jitter; no retry starts more than `deadline_s` after the call began. Other errors fail at
     once with the provider's message. In "auto" tool mode it starts native and switches to
     text or json_schema mode when the endpoint's answers show the need (see `complete`).
+    Every request caps the answer at `max_completion_tokens`; each attempt may take at most
+    `timeout_s`, counting the whole answer and not only each read, since a server that trickles
+    bytes would defeat a per-read timeout.
     """
 
     def __init__(
@@ -108,6 +126,7 @@ class OpenAIModel:
         max_backoff: float = 8.0,
         deadline_s: float = 20.0,
         seed: int | None = None,
+        max_completion_tokens: int = Budgets().max_completion_tokens,
     ) -> None:
         if tool_mode not in ("native", "json_schema", "text", "auto"):
             raise ValueError(f"unknown tool mode {tool_mode!r}")
@@ -118,6 +137,10 @@ class OpenAIModel:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.deadline_s = deadline_s
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self.max_completion_tokens = max_completion_tokens
+        self._cap_key = "max_tokens"  # widest support; reasoning models want the newer name
         self._mode: WireMode = "native" if tool_mode == "auto" else tool_mode
         self._hints = {"text": 0, "json_schema": 0}
         self._ids = count(1)
@@ -159,25 +182,31 @@ class OpenAIModel:
         tools: Sequence[ToolSpec],
         *,
         temperature: float | None = None,
+        timeout_s: float | None = None,
     ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
 
         `temperature` overrides the configured one for this call only (the loop raises it to
-        break a repeat).
+        break a repeat). `timeout_s` bounds the whole call, retries included: when it runs out
+        the call raises CallOutOfTime. A request too long for the model's window raises
+        ContextTooLong (never retried, never a reason to switch mode).
 
         In auto mode: a 400 to native tools or to a response_format switches to text mode and
         asks again; native replies that carry tool calls only in their text switch to text mode
         after the second one (each such call is parsed and used meanwhile); native replies with
         no tool call at all switch to json_schema mode after the second one.
         """
+        stop_at = None if timeout_s is None else time.monotonic() + timeout_s
         mode = self._mode
         try:
-            reply = self._call(messages, tools, mode, temperature)
-        except ModelBadRequest:
+            reply = self._call(messages, tools, mode, temperature, stop_at)
+        except ModelBadRequest as exc:
+            if isinstance(exc, ContextTooLong):
+                raise
             if self.tool_mode != "auto" or not tools or mode == "text":
                 raise
             self._mode = "text"
-            return self._call(messages, tools, "text", temperature)
+            return self._call(messages, tools, "text", temperature, stop_at)
         if self.tool_mode != "auto" or not tools or mode != "native" or reply.tool_calls:
             return reply
         content, calls = parse_text_tool_calls(reply.content or "", self._new_id)
@@ -197,7 +226,7 @@ class OpenAIModel:
         mode: WireMode,
         temperature: float | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model}
+        body: dict[str, Any] = {"model": self.model, self._cap_key: self.max_completion_tokens}
         chosen = self.temperature if temperature is None else temperature
         if chosen is not None:
             body["temperature"] = chosen
@@ -221,10 +250,11 @@ class OpenAIModel:
         tools: Sequence[ToolSpec],
         mode: WireMode,
         temperature: float | None = None,
+        stop_at: float | None = None,
     ) -> ModelReply:
         body = self._request(messages, tools, mode, temperature)
-        completion, attempts = self._send(body)
-        if not completion.choices:
+        completion, attempts = self._send(body, stop_at)
+        if not getattr(completion, "choices", None):
             raise ModelUnavailable(f"model endpoint {self.base_url} returned no choices")
         choice = completion.choices[0]
         message = choice.message
@@ -258,20 +288,32 @@ class OpenAIModel:
         call_id = str(getattr(call, "id", "") or "") or self._new_id()
         return ToolCall(id=call_id, name=name, arguments=arguments, raw_arguments=raw, error=error)
 
-    def _send(self, body: dict[str, Any]) -> tuple[Any, int]:
+    def _send(self, body: dict[str, Any], stop_at: float | None) -> tuple[Any, int]:
         started = time.monotonic()
         attempt = 0
         while True:
             attempt += 1
             retry_after: float | None = None
+            limit = self.timeout_s
+            if stop_at is not None:
+                limit = min(limit, stop_at - time.monotonic())
+                if limit <= 0:
+                    raise CallOutOfTime(f"model call to {self.base_url} out of time before sending")
             try:
-                return self._client.chat.completions.create(**body), attempt
+                return self._create(body, limit), attempt
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 said = _provider_message(exc)
                 text = f"model endpoint {self.base_url} answered HTTP {status}: {said}"
                 if status in (401, 403):
                     raise ModelAuthError(text, status_code=status) from exc
+                if _is_context_too_long(exc, said):
+                    raise ContextTooLong(text, status_code=status) from exc
+                if self._cap_key == "max_tokens" and "max_completion_tokens" in said:
+                    # OpenAI's reasoning models refuse `max_tokens` by name: send the new one.
+                    self._cap_key = "max_completion_tokens"
+                    body["max_completion_tokens"] = body.pop("max_tokens")
+                    continue
                 if status < 500 and status not in _RETRY_STATUSES:
                     raise ModelBadRequest(text, status_code=status) from exc
                 failure: str = text
@@ -285,9 +327,37 @@ class OpenAIModel:
             delay *= self._random.uniform(0.5, 1.0)  # jitter: callers retrying together spread
             if retry_after is not None:
                 delay = max(delay, retry_after)
-            elapsed = time.monotonic() - started
+            now = time.monotonic()
+            elapsed = now - started
+            if stop_at is not None and now + delay >= stop_at:
+                raise CallOutOfTime(
+                    f"{failure}; out of time after {attempt} attempt(s) in {elapsed:.1f}s"
+                ) from last
             if attempt > self.max_retries or elapsed + delay > self.deadline_s:
                 raise ModelUnavailable(
                     f"{failure}; gave up after {attempt} attempt(s) in {elapsed:.1f}s"
                 ) from last
             time.sleep(delay)
+
+    def _create(self, body: dict[str, Any], limit: float) -> ChatCompletion:
+        """One HTTP request that ends within `limit` seconds, however slowly the answer comes.
+
+        The SDK's timeouts bound each read; the body is read here in chunks so that the time of
+        the whole answer is bounded too (then at most one read past `limit`).
+        """
+        ends = time.monotonic() + limit
+        timeout = openai.Timeout(limit, connect=min(limit, self.connect_timeout_s))
+        create = self._client.chat.completions.with_streaming_response.create
+        with create(**body, timeout=timeout) as response:
+            data = bytearray()
+            for chunk in response.iter_bytes():
+                data += chunk
+                if time.monotonic() > ends:
+                    raise openai.APITimeoutError(request=response.http_request)
+        try:
+            return ChatCompletion.construct(**json.loads(data))
+        except (ValueError, TypeError) as exc:
+            raise ModelUnavailable(
+                f"model endpoint {self.base_url} answered something that is not a chat "
+                f"completion: {bytes(data[:200])!r}"
+            ) from exc

@@ -1,10 +1,37 @@
-"""The types the model client speaks in: tool specs, tool calls, usage, replies."""
+"""The types the model client speaks in: tool specs, tool calls, usage, replies, and the errors
+a caller may want to tell apart."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from worker.errors import ModelUnavailable
+
+
+class ModelRefused(ModelUnavailable):
+    """The endpoint answered with an error that retrying cannot fix."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class ModelAuthError(ModelRefused):
+    """The endpoint refused our credentials (HTTP 401/403)."""
+
+
+class ModelBadRequest(ModelRefused):
+    """The endpoint rejected the request itself (HTTP 400/404/422 and other 4xx)."""
+
+
+class ContextTooLong(ModelBadRequest):
+    """The request does not fit the model's context window: the caller must send less."""
+
+
+class CallOutOfTime(ModelUnavailable, TimeoutError):
+    """The call ran into the time limit its caller gave (`timeout_s`); no retry went past it."""
 
 
 @dataclass(frozen=True, kw_only=True)

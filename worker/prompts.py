@@ -24,6 +24,10 @@ NUDGE = """\
 You made the same call with the same result {n} times. Repeating it will not help: \
 try something different (read another file, or change your patch)."""
 
+CUT_OFF = """\
+Your answer was cut off at {tokens} tokens and was not run. Send one short tool call: \
+read a smaller part of a file, or a patch of a few lines."""
+
 VERIFY_FAILED = """\
 The harness re-ran the tests on a clean copy with your patch applied, and that is not a fix yet \
 ({verdict}):

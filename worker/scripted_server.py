@@ -7,6 +7,8 @@ A script is a list of entries, consumed one per POST /v1/chat/completions, in ar
 - `{"content": "text"}`: a plain text reply;
 - `{"status": 500, "message": "boom"}`: an HTTP error (`body` replaces the default error JSON);
 - `{"delay": 2.0, ...}`: wait before answering (alone, it answers an empty text reply);
+- `{"trickle": 2.0, ...}`: send the headers at once, then a space every 0.1 s for that long
+  before the answer itself (JSON allows leading blanks), as a slow proxy might;
 - any entry may add `usage` ({"prompt_tokens", "completion_tokens"}), `finish_reason`, `headers`;
 - a callable taking the request body and returning one of the above.
 
@@ -39,11 +41,13 @@ _KEYS = frozenset(
         "message",
         "body",
         "delay",
+        "trickle",
         "usage",
         "finish_reason",
         "headers",
     }
 )
+_TRICKLE_EVERY = 0.1
 _CREATED = 1_700_000_000  # fixed, so replies are byte-for-byte reproducible
 
 
@@ -103,20 +107,32 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError as exc:
             self._send(400, _error_body(f"request is not JSON: {exc}", "invalid_request_error"))
             return
-        status, payload, headers = self.server.scripted._answer(
+        status, payload, headers, trickle = self.server.scripted._answer(
             body, {k.lower(): v for k, v in self.headers.items()}
         )
-        self._send(status, payload, headers)
+        self._send(status, payload, headers, trickle)
 
-    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+        trickle: float = 0.0,
+    ) -> None:
         data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        blanks = int(trickle / _TRICKLE_EVERY)
         try:
             self.send_response(status)
             self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
+            self.send_header("content-length", str(blanks + len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
+            for _ in range(blanks):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                if self.server.scripted._closing.wait(_TRICKLE_EVERY):
+                    return
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout under test); nothing to tell it
@@ -201,7 +217,7 @@ class ScriptedServer:
 
     def _answer(
         self, body: dict[str, Any], headers: dict[str, str]
-    ) -> tuple[int, Any, dict[str, str]]:
+    ) -> tuple[int, Any, dict[str, str], float]:
         with self._lock:
             number = len(self.requests) + 1
             self.requests.append(body)
@@ -214,19 +230,20 @@ class ScriptedServer:
                 self._next += 1
         if entry is None:
             message = f"scripted server: script exhausted ({len(self._script)} entries)"
-            return 500, _error_body(message, "script_exhausted"), {}
+            return 500, _error_body(message, "script_exhausted"), {}, 0.0
         if callable(entry):
             entry = entry(body)
             check_entry(entry)
         if entry.get("delay"):
             self._closing.wait(float(entry["delay"]))
         extra_headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
+        trickle = float(entry.get("trickle") or 0.0)
         if "status" in entry:
             payload = entry.get("body") or _error_body(
                 str(entry.get("message", "scripted error")), "scripted_error"
             )
-            return int(entry["status"]), payload, extra_headers
-        return 200, _completion(entry, body, number, self.model), extra_headers
+            return int(entry["status"]), payload, extra_headers, trickle
+        return 200, _completion(entry, body, number, self.model), extra_headers, trickle
 
 
 def _completion(
