@@ -20,7 +20,7 @@ import openai
 import psutil
 from openai.types.shared_params import ResponseFormatJSONSchema
 
-from worker.local_model import LocalServer, pull
+from worker.llm.bundled import LocalServer, pull
 
 SYSTEM = (
     "You fix failing tests. Reply with one JSON object: a tool call or final_answer. "
@@ -183,7 +183,7 @@ def measure_verified_fix(server: LocalServer, *, repeat: int = 1) -> list[dict[s
                     [
                         sys.executable,
                         "-m",
-                        "worker.cli",
+                        "worker.cli.main",
                         "fix",
                         "--repo",
                         str(example),

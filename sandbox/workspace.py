@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.user_git import last_error_line, user_git
 from worker.errors import SandboxError, UsageError
-from worker.user_git import last_error_line, user_git
 
 #: Tooling output, not the project: never copied from a tree without git, never listed or
 #: searched by the tools.

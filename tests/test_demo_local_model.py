@@ -27,7 +27,7 @@ def test_readme_demo_fixes_calc_with_the_bundled_model(tmp_path, sandbox_image):
         [
             sys.executable,
             "-m",
-            "worker.cli",
+            "worker.cli.main",
             "fix",
             "--repo",
             str(EXAMPLE),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git, worker_containers
-from worker.scripted_server import ScriptedServer, http_error, text, tool_call
+from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
 
 pytestmark = pytest.mark.docker
 
@@ -362,7 +362,7 @@ def test_json_schema_mode_for_models_without_native_tool_calls(make_repo, tmp_pa
     # --json: the report on stdout, valid against the published schema.
     import jsonschema
 
-    from worker.report import report_schema
+    from worker.run.report import report_schema
 
     printed = json.loads(proc.stdout)
     jsonschema.validate(printed, report_schema())

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from worker.history import compact
-from worker.stuck import StuckDetector
+from worker.loop.history import compact
+from worker.loop.stuck import StuckDetector
 
 
 def conversation(n: int, size: int) -> list[dict]:

@@ -24,9 +24,9 @@ from tests.test_fix_cli import BUGGY, GOOD_PATCH, report, run_fix
 from tests.test_sandbox_cli import worker
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
-from worker.deliver import apply_to_worktree, commit_on_branch
 from worker.errors import UsageError
-from worker.scripted_server import ScriptedServer, tool_call
+from worker.llm.scripted_server import ScriptedServer, tool_call
+from worker.run.deliver import apply_to_worktree, commit_on_branch
 
 # What the tests themselves use to look at a hostile repository: nothing in it may run.
 LOOK = (

@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from worker.errors import EXIT_ENVIRONMENT
-from worker.local_model import (
+from worker.llm.bundled import (
     EngineMissing,
     LocalModelError,
     LocalServer,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from worker.errors import ModelUnavailable, exit_code_for
-from worker.model import (
+from worker.llm.client import (
     CallOutOfTime,
     ContextTooLong,
     ModelAuthError,
@@ -22,7 +22,7 @@ from worker.model import (
     parse_text_tool_calls,
     to_text_history,
 )
-from worker.scripted_server import ScriptedServer, http_error, text, tool_call
+from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
 
 READ = ToolSpec(
     name="read_file",

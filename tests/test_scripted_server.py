@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from worker.scripted_server import ScriptedServer, http_error, text, tool_call
+from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
 
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
@@ -116,7 +116,7 @@ def test_runs_as_a_process_until_sigterm(tmp_path: Path) -> None:
     script_file = tmp_path / "script.json"
     script_file.write_text(json.dumps([text("from a process")]))
     port_file, report_file = tmp_path / "port", tmp_path / "report.json"
-    command = [sys.executable, "-m", "worker.scripted_server", "--script", str(script_file)]
+    command = [sys.executable, "-m", "worker.llm.scripted_server", "--script", str(script_file)]
     command += ["--port-file", str(port_file), "--report-file", str(report_file)]
     process = subprocess.Popen(command)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_fix_cli import report, run_fix
-from worker.scripted_server import ScriptedServer, text, tool_call
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
 
 pytestmark = pytest.mark.docker
 

@@ -13,7 +13,7 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from tools import apply_patch, list_dir, read_file, run_tests, search
 from tools.base import Observation, Tool, ToolContext
-from worker.model_types import ToolSpec
+from worker.llm.types import ToolSpec
 
 
 def default_tools() -> list[Tool]:

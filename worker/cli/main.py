@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="worker", description="Fix failing tests in a disposable sandbox.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    from worker.fix_cli import add_backend_argument, add_fix_arguments
+    from worker.cli.fix import add_backend_argument, add_fix_arguments
 
     add_fix_arguments(sub.add_parser("fix", help="run the agent until the tests pass"))
 
@@ -85,11 +85,11 @@ def _say(text: str) -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "fix":
-        from worker.fix_cli import run_fix
+        from worker.cli.fix import run_fix
 
         return run_fix(args)
     if args.command == "sandbox":
-        from worker import sandbox_cli
+        from worker.cli import sandbox as sandbox_cli
 
         handler = {
             "build": sandbox_cli.build,
@@ -98,7 +98,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         }[args.sandbox_command]
         return handler(args)
     if args.command == "model":
-        from worker import local_model
+        from worker.llm import bundled as local_model
 
         if args.model_command == "pull":
             path = local_model.pull(progress=lambda m: print(m, file=sys.stderr))

@@ -12,12 +12,12 @@ from policies.budgets import Budgets, BudgetUsage, check
 from sandbox.testrun import TestRun
 from sandbox.verdict import Verdict, judge
 from tools.base import Observation
-from worker import prompts
 from worker.errors import WorkerError
-from worker.history import compact, history_chars
-from worker.model_types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
-from worker.stuck import StuckDetector
-from worker.trace import Trace
+from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
+from worker.loop import prompts
+from worker.loop.history import compact, history_chars
+from worker.loop.stuck import StuckDetector
+from worker.run.trace import Trace
 
 REPEAT_TEMPERATURE = 0.7
 CUT_OFF_SHOWN = 200  # characters of a cut-off answer kept in the history

@@ -23,16 +23,16 @@ from sandbox.testrun import TestRun, detect_test_command, run_tests
 from sandbox.verdict import judge
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
-from worker import pricing
-from worker.agent import Agent, RunEnded
-from worker.deliver import apply_to_worktree, check_branch_request, commit_on_branch
-from worker.environment import SandboxEnvironment
+from worker.cli.progress import ProgressPrinter
 from worker.errors import EXIT_FIXED, EXIT_NOT_FIXED, UsageError, WorkerError, exit_code_for
-from worker.grounding import implicated_files
-from worker.model import OpenAIModel
-from worker.progress import ProgressPrinter
-from worker.report import RunReport, tests_dict
-from worker.trace import Trace
+from worker.llm import pricing
+from worker.llm.client import OpenAIModel
+from worker.loop.agent import Agent, RunEnded
+from worker.loop.grounding import implicated_files
+from worker.run.deliver import apply_to_worktree, check_branch_request, commit_on_branch
+from worker.run.environment import SandboxEnvironment
+from worker.run.report import RunReport, tests_dict
+from worker.run.trace import Trace
 
 LOCAL = "local"
 LOCAL_CONTEXT_CHARS = 18_000
@@ -285,7 +285,7 @@ def _open_model(
 
 @contextlib.contextmanager
 def _local_server(show: ProgressPrinter, out: Path) -> Iterator[str]:
-    from worker import local_model
+    from worker.llm import bundled as local_model
 
     show.say(
         "using the bundled local model (Qwen2.5-Coder-1.5B, llama.cpp on this machine); "

@@ -11,11 +11,11 @@ from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.session import Backend, SandboxSession
 from sandbox.testrun import TestRun, run_tests
+from sandbox.verify import verify_patch
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
 from worker.errors import SandboxError
-from worker.model_types import ToolCall, ToolSpec
-from worker.verify import verify_patch
+from worker.llm.types import ToolCall, ToolSpec
 
 
 class SandboxEnvironment:

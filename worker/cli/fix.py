@@ -43,6 +43,6 @@ def add_backend_argument(p: argparse.ArgumentParser) -> None:
 
 def run_fix(args: argparse.Namespace) -> int:
     """Run the agent; returns the exit code."""
-    from worker.fix import fix_from_args
+    from worker.run.fix import fix_from_args
 
     return fix_from_args(args)

@@ -10,8 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from sandbox.user_git import last_error_line, user_git
 from worker.errors import SandboxError, UsageError
-from worker.user_git import last_error_line, user_git
 
 
 def check_branch_request(repo: Path, branch: str) -> None:

@@ -1,7 +1,7 @@
-"""The bundled local model: its weights (`worker.local_weights`) and its server
-(`worker.local_server`), under one name for the CLI and `worker fix`."""
+"""The bundled local model: its weights (`worker.llm.bundled.weights`) and its server
+(`worker.llm.bundled.server`), under one name for the CLI and `worker fix`."""
 
-from worker.local_server import (
+from worker.llm.bundled.server import (
     ENGINE_REQUIREMENT,
     EngineMissing,
     LocalServer,
@@ -10,7 +10,7 @@ from worker.local_server import (
     find_server_binary,
     serve,
 )
-from worker.local_weights import (
+from worker.llm.bundled.weights import (
     BUNDLED_WEIGHTS,
     MODEL_NAME,
     LocalModelError,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-from worker.local_weights import (
+from worker.llm.bundled.weights import (
     MODEL_NAME,
     LocalModelError,
     Progress,

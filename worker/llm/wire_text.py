@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from worker.model_types import ToolCall, ToolSpec, parse_arguments
+from worker.llm.types import ToolCall, ToolSpec, parse_arguments
 
 FINAL_ANSWER = "final_answer"
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)

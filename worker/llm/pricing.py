@@ -32,7 +32,7 @@ class Price:
 
 
 class TokenCounts(Protocol):
-    """Anything that carries a call's token counts (worker.model.Usage does)."""
+    """Anything that carries a call's token counts (worker.llm.client.Usage does)."""
 
     @property
     def prompt_tokens(self) -> int: ...

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from rich.console import Console
 
-from worker.agent import StepInfo
+from worker.loop.agent import StepInfo
 
 
 class ProgressPrinter:

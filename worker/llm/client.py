@@ -21,7 +21,7 @@ from openai.types.chat import ChatCompletion
 
 from policies.budgets import Budgets
 from worker.errors import ModelUnavailable
-from worker.model_types import (
+from worker.llm.types import (
     CallOutOfTime,
     ContextTooLong,
     ModelAuthError,
@@ -33,7 +33,7 @@ from worker.model_types import (
     Usage,
     parse_arguments,
 )
-from worker.tool_text import (
+from worker.llm.wire_text import (
     FINAL_ANSWER,
     action_response_format,
     parse_action,

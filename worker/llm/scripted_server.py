@@ -14,7 +14,7 @@ A script is a list of entries, consumed one per POST /v1/chat/completions, in ar
 
 A request past the end of the script is answered HTTP 500 "script exhausted" and counted in
 `overruns`, so that `assert_all_used` fails loudly.
-Run as a process: `python -m worker.scripted_server --script FILE.json --port-file PATH`.
+Run as a process: `python -m worker.llm.scripted_server --script FILE.json --port-file PATH`.
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def _write_atomically(path: Path, data: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve a JSON script file until SIGTERM/SIGINT; optionally write what was received."""
-    parser = argparse.ArgumentParser(prog="python -m worker.scripted_server")
+    parser = argparse.ArgumentParser(prog="python -m worker.llm.scripted_server")
     parser.add_argument("--script", type=Path, required=True, help="JSON list of entries")
     parser.add_argument("--port-file", type=Path, required=True, help="where to write the port")
     parser.add_argument("--port", type=int, default=0)
