@@ -22,10 +22,14 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 from policies.limits import Limits  # noqa: E402
 from sandbox.client import connect  # noqa: E402
-from sandbox.docker_sandbox import DockerSandbox, remove_dir  # noqa: E402
+from sandbox.docker_sandbox import DockerSandbox  # noqa: E402
 from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from sandbox.setup_cache import prepare_setup_image  # noqa: E402
-from sandbox.workspace import make_run_dir, snapshot  # noqa: E402
+from sandbox.workspace import (  # noqa: E402
+    make_run_dir,
+    remove_dir,  # noqa: E402
+    snapshot,
+)
 
 
 def median_s(fn: Callable[[], object], repeat: int) -> float:

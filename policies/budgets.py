@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.errors import ConfigError
+from policies.errors import ConfigError
 
 
 def _positive(name: str, value: object, *, optional: bool) -> None:
@@ -99,7 +99,7 @@ def validate_cost_cap(budgets: Budgets, price_known: bool, *, model: str | None 
     >>> validate_cost_cap(Budgets(max_cost_usd=1.0), price_known=False, model="m")
     Traceback (most recent call last):
     ...
-    worker.errors.ConfigError: max_cost_usd is set ($1.00) but model 'm' has no known price: \
+    policies.errors.ConfigError: max_cost_usd is set ($1.00) but model 'm' has no known price: \
 add [tool.worker.prices."m"] with input and output in USD per million tokens, or remove max_cost_usd
     """
     if budgets.max_cost_usd is None or price_known:

@@ -29,11 +29,11 @@ from typing import Any, Literal, cast
 import jsonschema
 
 from policies.budgets import Budgets
+from policies.errors import ConfigError
 from policies.isolation import Isolation
 from policies.limits import Limits
 from policies.paths import PathPolicy
 from policies.truncation import Truncation
-from worker.errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,7 +54,7 @@ def preset_values(name: str) -> dict[str, Any]:
     >>> preset_values("fast")
     Traceback (most recent call last):
     ...
-    worker.errors.ConfigError: unknown preset 'fast'; presets are: default, strict, ci
+    policies.errors.ConfigError: unknown preset 'fast'; presets are: default, strict, ci
     """
     if name == "default":
         limits = dict(cpus=1.0, memory_mb=2048, pids=256, tmp_mb=256)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from worker.errors import WorkerError
+from policies.errors import PolicyRefusal
 
 #: Tests: never writable unless the user sets `allow_edit_tests`.
 TEST_GLOBS: tuple[str, ...] = (
@@ -83,7 +83,7 @@ class Decision:
     reason: str
 
 
-class PathRefused(WorkerError, ValueError):
+class PathRefused(PolicyRefusal):
     """A path the policy refuses; `str()` is a message the model can act on.
 
     >>> err = PathRefused(path="/etc/passwd", decision=Decision(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import docker
 import docker.errors
 
-from worker.errors import DockerUnavailable
+from sandbox.errors import DockerUnavailable
 
 
 def connect(*, timeout_s: float = 120.0) -> docker.DockerClient:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -17,7 +16,6 @@ import uuid
 from base64 import b64decode
 from importlib import resources
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import docker
@@ -25,27 +23,22 @@ import docker.errors
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from sandbox.base import BASE_ENV, SandboxBase
+from sandbox.errors import SandboxError
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
 from sandbox.workspace import SANDBOX_UID
-from worker.errors import SandboxError
 
 LABEL = "worker.sandbox"
 CONTROL_MOUNT = "/run/worker"
 WORKSPACE_MOUNT = "/workspace"
 HOST_CA_BUNDLE = "/etc/ssl/certs"
-# What a command sees of the environment: this and the image's own; nothing of the host's.
-BASE_ENV = {
-    "HOME": "/tmp",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "LANG": "C.UTF-8",
-    "CI": "1",
-    "PYTHONUNBUFFERED": "1",
-}
 
 
-class DockerSandbox:
+class DockerSandbox(SandboxBase):
     """A hardened container with `workspace` mounted at /workspace; run commands with `run`."""
+
+    isolation_label = "docker"
 
     def __init__(
         self,
@@ -60,33 +53,25 @@ class DockerSandbox:
         isolation: Isolation = HARDENED,
         labels: dict[str, str] | None = None,
     ) -> None:
+        super().__init__(
+            workspace=workspace,
+            control_dir=control_dir,
+            limits=limits,
+            output_bytes=output_bytes,
+            log_dir=log_dir,
+        )
         self._client = client
         self.image = image
-        self.workspace = workspace
-        self.control_dir = control_dir
-        self.limits = limits
-        self._output_bytes = output_bytes
-        self._log_dir = log_dir
         self.isolation = isolation
         self._user = _user_for(isolation)
         self._labels = {LABEL: "1", "worker.pid": str(os.getpid()), **(labels or {})}
         self._container: Any = None
-        self._used_s = 0.0
-        self._count = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> DockerSandbox:
         self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         """Create and start the container (no network, read-only root, no capabilities...)."""
@@ -162,38 +147,24 @@ class DockerSandbox:
         )
         return str(image.id)
 
-    # -- use ---------------------------------------------------------------------------------
+    # -- use: what SandboxBase.run and .stage need of a container -----------------------------
 
-    def stage(self, name: str, data: bytes) -> str:
-        """Put a file where commands can read (not write) it; returns its path in the container."""
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-        (self.control_dir / safe).write_bytes(data)
-        os.chmod(self.control_dir / safe, 0o644)
-        return f"{CONTROL_MOUNT}/{safe}"
+    def _running(self) -> bool:
+        return self._container is not None
 
-    def run(
+    def _staged_path(self, safe_name: str) -> str:
+        return f"{CONTROL_MOUNT}/{safe_name}"
+
+    def _execute(
         self,
         command: str,
         *,
-        timeout_s: float | None = None,
-        capture_file: str | None = None,
-        env: dict[str, str] | None = None,
+        limit: float,
+        capture: OutputCapture,
+        capture_file: str | None,
+        env: dict[str, str],
+        log_path: Path | None,
     ) -> CommandResult:
-        """Run `command` with /bin/sh in /workspace, killed (whole tree) at the time limit;
-        `env` adds variables to this command's environment."""
-        if self._container is None:
-            raise SandboxError("the sandbox is not running")
-        remaining_total = self.limits.total_timeout_s - self._used_s
-        if remaining_total <= 0:
-            raise SandboxError(
-                f"the sandbox's total time limit ({self.limits.total_timeout_s:g}s) is spent"
-            )
-        limit = min(timeout_s or self.limits.command_timeout_s, remaining_total)
-        self._count += 1
-        log_path = self._log_dir / f"command-{self._count:03d}.log" if self._log_dir else None
-        capture = OutputCapture(
-            keep_bytes=self._output_bytes, log_path=log_path, log_max_bytes=64 * 1024 * 1024
-        )
         trailer = bytearray()
         started = time.monotonic()
         api = self._client.api
@@ -211,7 +182,7 @@ class DockerSandbox:
                 ],
                 user=self._user,
                 workdir=WORKSPACE_MOUNT,
-                environment={**BASE_ENV, **(env or {})},
+                environment=env,
             )["Id"]
             backstop = threading.Timer(limit + 15.0, self._kill_all)
             backstop.daemon = True
@@ -226,9 +197,6 @@ class DockerSandbox:
                 backstop.cancel()
         except docker.errors.APIError as exc:
             raise SandboxError(f"running a command failed: {exc.explanation or exc}") from exc
-        finally:
-            capture.close()
-            self._used_s += time.monotonic() - started
         result = _parse_trailer(bytes(trailer))
         runner_died = result.get("exit_code") is None  # killed by the OOM killer, or the backstop
         if runner_died:
@@ -307,8 +275,3 @@ class _signals_held:
     def __exit__(self, *exc: object) -> None:
         if self._active:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, self.SIGNALS)
-
-
-def remove_dir(path: Path) -> None:
-    """Remove a run directory even where the container left files owned by another user."""
-    shutil.rmtree(path, ignore_errors=True)

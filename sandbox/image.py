@@ -19,7 +19,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from worker.errors import ImageError
+from sandbox.errors import ImageError
 
 DEFAULT_IMAGE = "worker-sandbox:latest"
 REGISTRY_BASE = "python:3.11-slim"

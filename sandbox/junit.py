@@ -14,6 +14,8 @@ OUTCOME_OF_TAG = {"failure": "failed", "error": "error", "skipped": "skipped"}
 class TestFailure:
     """One failing or erroring test: its id, the kind, the message and a trimmed traceback."""
 
+    __test__ = False  # not a pytest test class, whatever its name
+
     test_id: str
     kind: str  # "failure" or "error"
     message: str
@@ -23,6 +25,8 @@ class TestFailure:
 @dataclass(frozen=True, kw_only=True)
 class TestSummary:
     """Counts and failures of one test run."""
+
+    __test__ = False  # not a pytest test class, whatever its name
 
     passed: int
     failed: int

@@ -26,14 +26,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 import psutil
 
 from policies.limits import Limits
+from sandbox.base import SandboxBase
+from sandbox.errors import SandboxError
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
-from worker.errors import SandboxError
 
 LOCAL_SANDBOX_WARNING = (
     "warning: the local sandbox runs commands as host processes with only rlimits and "
@@ -54,7 +54,7 @@ OOM_SIGNS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc")
 _SHELL_SAFE = re.compile(r"[\w@%+=:,./-]+")
 
 
-class LocalSandbox:
+class LocalSandbox(SandboxBase):
     """Commands run with /bin/sh in `workspace` on the host; see the module docstring for limits.
 
     `/tmp/...` capture files: TMPDIR points at a private directory, and a `capture_file` under
@@ -63,7 +63,7 @@ class LocalSandbox:
     in commands are the host's `/tmp`.
     """
 
-    isolation = "local (weaker: no network/filesystem isolation)"
+    isolation_label = "local (weaker: no network/filesystem isolation)"
 
     def __init__(
         self,
@@ -74,31 +74,23 @@ class LocalSandbox:
         output_bytes: int = 16_000,
         log_dir: Path | None = None,
     ) -> None:
-        self.workspace = workspace
-        self.control_dir = control_dir
-        self.limits = limits
-        self._output_bytes = output_bytes
-        self._log_dir = log_dir
+        super().__init__(
+            workspace=workspace,
+            control_dir=control_dir,
+            limits=limits,
+            output_bytes=output_bytes,
+            log_dir=log_dir,
+        )
         self._home = control_dir / ".local-home"
         self._tmp = control_dir / ".local-tmp"
         self._token = secrets.token_hex(8)
         self._started = False
-        self._used_s = 0.0
-        self._count = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def __enter__(self) -> LocalSandbox:
         self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         """Make the control directory and the private HOME and TMPDIR."""
@@ -113,48 +105,27 @@ class LocalSandbox:
         shutil.rmtree(self._home, ignore_errors=True)
         shutil.rmtree(self._tmp, ignore_errors=True)
 
-    # -- use ---------------------------------------------------------------------------------
+    # -- use: what SandboxBase.run and .stage need of host processes ----------------------
 
-    def stage(self, name: str, data: bytes) -> str:
-        """Put a file in the control directory; returns its host path (commands could write it)."""
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
-        if safe in {"", ".", "..", self._home.name, self._tmp.name}:
-            raise ValueError(f"cannot stage a file named {name!r}")
-        path = self.control_dir / safe
-        path.write_bytes(data)
-        os.chmod(path, 0o644)
-        return str(path)
+    def _running(self) -> bool:
+        return self._started
 
-    def run(
+    def _staged_path(self, safe_name: str) -> str:
+        return str(self.control_dir / safe_name)  # a host path: commands could write it
+
+    def _execute(
         self,
         command: str,
         *,
-        timeout_s: float | None = None,
-        capture_file: str | None = None,
-        env: dict[str, str] | None = None,
+        limit: float,
+        capture: OutputCapture,
+        capture_file: str | None,
+        env: dict[str, str],
+        log_path: Path | None,
     ) -> CommandResult:
-        """Run `command` with /bin/sh in the workspace, killed (whole tree) at the time limit;
-        `env` adds variables to this command's environment."""
-        if not self._started:
-            raise SandboxError("the sandbox is not running")
-        remaining_total = self.limits.total_timeout_s - self._used_s
-        if remaining_total <= 0:
-            raise SandboxError(
-                f"the sandbox's total time limit ({self.limits.total_timeout_s:g}s) is spent"
-            )
-        limit = min(timeout_s or self.limits.command_timeout_s, remaining_total)
         shell_command, capture_path = self._map_capture(command, capture_file)
-        self._count += 1
-        log_path = self._log_dir / f"command-{self._count:03d}.log" if self._log_dir else None
-        capture = OutputCapture(
-            keep_bytes=self._output_bytes, log_path=log_path, log_max_bytes=64 * 1024 * 1024
-        )
         started = time.monotonic()
-        try:
-            returncode, timed_out = self._execute(shell_command, limit, capture, env or {})
-        finally:
-            capture.close()
-            self._used_s += time.monotonic() - started
+        returncode, timed_out = self._spawn(shell_command, limit, capture, env)
         duration = time.monotonic() - started
         exit_code = 128 - returncode if returncode < 0 else returncode
         output = capture.text()
@@ -184,7 +155,7 @@ class LocalSandbox:
         word = text if _SHELL_SAFE.fullmatch(text) else shlex.quote(text)
         return command.replace(capture_file, word), mapped
 
-    def _environment(self) -> dict[str, str]:
+    def _own_environment(self) -> dict[str, str]:
         # The worker's own interpreter first: `python` must mean one that works without the
         # host's HOME (pyenv shims, for one, look for their root under HOME).
         path = os.environ.get("PATH", os.defpath)
@@ -195,14 +166,10 @@ class LocalSandbox:
             "PATH": path,
             "HOME": str(self._home),
             "TMPDIR": str(self._tmp),
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "CI": "1",
-            "PYTHONUNBUFFERED": "1",
             MARKER_VAR: self._token,
         }
 
-    def _execute(
+    def _spawn(
         self, command: str, limit: float, capture: OutputCapture, env: dict[str, str]
     ) -> tuple[int, bool]:
         """Run to the end or the limit; feed output to `capture`; (returncode, timed out)."""
@@ -211,7 +178,7 @@ class LocalSandbox:
             child = subprocess.Popen(
                 ["/bin/sh", "-c", command],
                 cwd=self.workspace,
-                env={**self._environment(), **env},
+                env={**env, **self._own_environment()},
                 stdin=subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,

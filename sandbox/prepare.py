@@ -11,11 +11,11 @@ import docker
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.client import connect
+from sandbox.errors import SandboxError
 from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
 from sandbox.session import Backend, SandboxSession
 from sandbox.setup_cache import prepare_setup_image
-from worker.errors import SandboxError
 
 
 @dataclass(frozen=True, kw_only=True)

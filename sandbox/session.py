@@ -12,20 +12,20 @@ import docker
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
-from sandbox.docker_sandbox import DockerSandbox, remove_dir
+from sandbox.base import Sandbox, SandboxBase
+from sandbox.docker_sandbox import DockerSandbox
 from sandbox.local_sandbox import LocalSandbox
-from sandbox.workspace import SANDBOX_UID, Workspace, protect_files, snapshot
+from sandbox.workspace import SANDBOX_UID, Workspace, protect_files, remove_dir, snapshot
 
 Backend = Literal["docker", "local"]
 BACKENDS: tuple[Backend, ...] = ("docker", "local")
-Box = DockerSandbox | LocalSandbox
 
 
 @dataclass(frozen=True, kw_only=True)
 class SandboxSession:
     """A started sandbox and the workspace copy it works on."""
 
-    box: Box
+    box: Sandbox
     workspace: Workspace
 
 
@@ -41,7 +41,7 @@ def make_box(
     log_dir: Path | None = None,
     labels: dict[str, str] | None = None,
     isolation: Isolation = HARDENED,
-) -> Box:
+) -> SandboxBase:
     """The sandbox for `backend` (not started): a container, or host processes (weaker)."""
     if backend == "local":
         return LocalSandbox(

@@ -18,9 +18,9 @@ import docker.errors
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
-from sandbox.docker_sandbox import DockerSandbox, remove_dir
-from sandbox.workspace import make_run_dir, snapshot
-from worker.errors import SandboxError
+from sandbox.docker_sandbox import DockerSandbox
+from sandbox.errors import SandboxError
+from sandbox.workspace import make_run_dir, remove_dir, snapshot
 
 SETUP_REPOSITORY = "worker-setup"
 DEPENDENCY_FILES = (

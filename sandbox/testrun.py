@@ -8,31 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol
+from typing import Any
 
+from sandbox.base import Sandbox
+from sandbox.errors import SandboxUsageError
 from sandbox.junit import TestSummary, parse_junit
 from sandbox.results import CommandResult
 from sandbox.verdict import Verdict, judge_run
-from worker.errors import UsageError
 
 DEFAULT_TEST_CMD = "python -m pytest"
 PYTEST_FLAGS = "-q -p no:cacheprovider -o junit_family=xunit1"
 STAMP_MODULE = "worker_junit_stamp"
-
-
-class CommandRunner(Protocol):
-    """Anything that runs a shell command in a sandbox (DockerSandbox, LocalSandbox)."""
-
-    def run(
-        self,
-        command: str,
-        *,
-        timeout_s: float | None = None,
-        capture_file: str | None = None,
-        env: dict[str, str] | None = None,
-    ) -> CommandResult: ...
-
-    def stage(self, name: str, data: bytes) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,12 +27,13 @@ class TestRun:
 
     __test__ = False  # not a pytest test class, whatever its name
 
-    command: str
+    command: str  # what ran: the test command with our flags
     result: CommandResult
     summary: TestSummary | None
     expects_junit: bool = False  # pytest was asked for a JUnit report
     token: str | None = None  # what our plugin stamps into that report (sandbox/junit_stamp.py)
     test_ids: tuple[str, ...] = ()  # the tests asked for; () is the whole suite
+    test_cmd: str = ""  # the test command as configured, before our flags
 
     @property
     def verdict(self) -> Verdict:
@@ -56,6 +43,26 @@ class TestRun:
     @property
     def passed(self) -> bool:
         return self.verdict.passed
+
+    def to_dict(self) -> dict[str, Any]:
+        """This run as plain data: the same fields in report.json and `run-tests --json`."""
+        s, result = self.summary, self.result
+        return {
+            "passed": self.passed,
+            "headline": self.headline(),
+            "verdict": self.verdict.describe(),
+            "command": self.command,
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "oom_killed": result.oom_killed,
+            "duration_s": round(result.duration_s, 3),
+            "junit": s is not None,
+            "counts": None
+            if s is None
+            else {"passed": s.passed, "failed": s.failed, "errors": s.errors, "skipped": s.skipped},
+            "failing": [] if s is None else s.failing_ids(),
+            "log": str(result.log_path) if result.log_path else None,
+        }
 
     def headline(self) -> str:
         """One line: counts, or how the command ended when there are none."""
@@ -99,7 +106,7 @@ def detect_test_command(workspace: Path) -> str:
     markers = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
     if any((workspace / m).exists() for m in markers) or any(workspace.glob("**/*.py")):
         return DEFAULT_TEST_CMD
-    raise UsageError(f"cannot tell how to run the tests of {workspace}: pass --test-cmd")
+    raise SandboxUsageError(f"cannot tell how to run the tests of {workspace}: pass --test-cmd")
 
 
 def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
@@ -113,7 +120,7 @@ def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
 
 
 def run_tests(
-    box: CommandRunner,
+    box: Sandbox,
     *,
     test_cmd: str = DEFAULT_TEST_CMD,
     test_ids: Sequence[str] = (),
@@ -148,6 +155,7 @@ def run_tests(
         expects_junit=junit is not None,
         token=token,
         test_ids=tuple(ids),
+        test_cmd=test_cmd,
     )
 
 

@@ -11,11 +11,10 @@ import docker
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
-from sandbox.docker_sandbox import remove_dir
+from sandbox.errors import SandboxError
 from sandbox.session import Backend, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
-from sandbox.workspace import Workspace, chown_tree, protect_files
-from worker.errors import SandboxError
+from sandbox.workspace import Workspace, chown_tree, protect_files, remove_dir
 
 
 def verify_patch(

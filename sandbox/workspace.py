@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.user_git import last_error_line, user_git
-from worker.errors import SandboxError, UsageError
 
 #: Tooling output, not the project: never copied from a tree without git, never listed or
 #: searched by the tools.
@@ -144,7 +144,7 @@ def snapshot(
     Nothing under `dest` or `exclude` is copied (a run's own folder may sit inside the tree)."""
     repo = repo.resolve()
     if not repo.is_dir():
-        raise UsageError(f"repository not found: {repo}")
+        raise SandboxUsageError(f"repository not found: {repo}")
     ours = [p.resolve() for p in (dest, exclude) if p is not None]
     files = [
         rel
@@ -241,3 +241,8 @@ def chown_tree(root: Path, uid: int) -> None:
     for top, dirs, names in os.walk(root):
         for name in dirs + names:
             os.chown(os.path.join(top, name), uid, uid, follow_symlinks=False)
+
+
+def remove_dir(path: Path) -> None:
+    """Remove a run directory even where the container left files owned by another user."""
+    shutil.rmtree(path, ignore_errors=True)

@@ -562,3 +562,32 @@ def test_a_request_that_cannot_fit_the_window_ends_as_a_budget(make_repo, tmp_pa
     assert proc.returncode == 1, proc.stderr
     r = report(tmp_path / "out")
     assert r["status"] == "not_fixed" and "context" in r["reason"], r["reason"]
+
+
+def test_the_sandbox_time_running_out_is_a_spent_budget_exit_1(make_repo, tmp_path):
+    repo = make_repo(
+        {
+            **BUGGY,
+            "tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(1.5)\n",
+            "worker.toml": "[limits]\ntotal_timeout_s = 4\n",
+        }
+    )
+    script = [tool_call("run_tests", {}) for _ in range(4)]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    r = report(tmp_path / "out")
+    assert proc.returncode == 1, proc.stderr
+    assert r["status"] == "not_fixed" and "total time limit" in r["reason"]
+
+
+def test_the_report_says_what_ran_and_never_repeats_old_figures(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    with ScriptedServer(script=[tool_call("read_file", {"path": "calc.py"})]) as server:
+        proc = run_fix(repo, tmp_path / "out", "--max-steps", "1", base_url=server.base_url)
+    r = report(tmp_path / "out")
+    assert proc.returncode == 1, proc.stderr
+    # The command that really ran, with the flags the harness added, not only `python -m pytest`.
+    assert r["test_cmd"].startswith("rm -f /tmp/worker-junit-") and "--junitxml=" in r["test_cmd"]
+    assert r["tests_before"]["command"] == r["test_cmd"]
+    # No patch was applied, so the tests were not run again: no copy of the old figures.
+    assert r["tests_after"] == "not re-run" and r["verdict"] is None

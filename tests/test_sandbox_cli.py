@@ -61,7 +61,7 @@ def test_run_tests_json_and_exit_0_when_passing(make_repo, sandbox_image):
     proc = worker("sandbox", "run-tests", "--repo", str(repo), "--json")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
-    assert summary["passed"] is True and summary["summary"]["passed"] == 2
+    assert summary["passed"] is True and summary["counts"]["passed"] == 2
     assert Path(summary["log"]).is_file()
 
 

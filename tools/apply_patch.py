@@ -274,4 +274,18 @@ def _applied(files: list[FilePatch], mode: str, output: str) -> Observation:
     )
 
 
-TOOL = Tool(name="apply_patch", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+def _patched_files(args: dict[str, Any]) -> str:
+    patch = args.get("patch")
+    if not isinstance(patch, str):
+        return ""
+    files = [line[6:].strip() for line in patch.splitlines() if line.startswith("+++ b/")]
+    return ", ".join(files)[:60]
+
+
+TOOL = Tool(
+    name="apply_patch",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    execute=execute,
+    target=_patched_files,
+)

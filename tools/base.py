@@ -9,28 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from policies.paths import Decision, PathPolicy
 from policies.truncation import Truncation
-from sandbox.results import CommandResult
+from sandbox.base import Sandbox
 from sandbox.testrun import TestRun
 from sandbox.workspace import NOISE_DIRS
-
-
-class Box(Protocol):
-    """The part of a sandbox the tools use: run a command, stage a read-only file."""
-
-    def run(
-        self,
-        command: str,
-        *,
-        timeout_s: float | None = None,
-        capture_file: str | None = None,
-        env: dict[str, str] | None = None,
-    ) -> CommandResult: ...
-
-    def stage(self, name: str, data: bytes) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +23,7 @@ class ToolContext:
     """Everything a tool may touch: the workspace copy, its sandbox, and the policies."""
 
     workspace: Path  # host path of the copy mounted at /workspace
-    box: Box
+    box: Sandbox
     paths: PathPolicy
     truncation: Truncation
     test_cmd: str
@@ -58,6 +43,7 @@ class Observation:
     data: dict[str, Any] = field(default_factory=dict)
     changed_files: tuple[str, ...] = ()
     tests: TestRun | None = None  # a test run the tool made, for the loop to judge
+    target: str = ""  # what the call was about, in a few words (a path, a pattern, test ids)
 
 
 Execute = Callable[[dict[str, Any], ToolContext], Observation]
@@ -71,6 +57,7 @@ class Tool:
     description: str
     parameters: dict[str, Any]
     execute: Execute
+    target: Callable[[dict[str, Any]], str] = lambda _args: ""  # for progress lines
 
 
 def refused(path: str, decision: Decision, *, hint: str = "") -> Observation:
@@ -82,6 +69,11 @@ def refused(path: str, decision: Decision, *, hint: str = "") -> Observation:
         refusals=(decision,),
         data={"refused": path, "rule": decision.rule},
     )
+
+
+def argument(key: str) -> Callable[[dict[str, Any]], str]:
+    """A `Tool.target` that shows one argument, cut short."""
+    return lambda args: str(args.get(key, ""))[:60]
 
 
 def failed(text: str, **data: Any) -> Observation:

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from policies.paths import PathRefused
-from tools.base import Observation, Tool, ToolContext, failed, is_noise, refused
+from tools.base import Observation, Tool, ToolContext, argument, failed, is_noise, refused
 
 MAX_ENTRIES = 100
 
@@ -68,4 +68,10 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     )
 
 
-TOOL = Tool(name="list_dir", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+TOOL = Tool(
+    name="list_dir",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    execute=execute,
+    target=argument("path"),
+)

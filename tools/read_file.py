@@ -7,7 +7,16 @@ import os
 from typing import Any
 
 from policies.paths import PathRefused
-from tools.base import Observation, Tool, ToolContext, failed, is_noise, looks_binary, refused
+from tools.base import (
+    Observation,
+    Tool,
+    ToolContext,
+    argument,
+    failed,
+    is_noise,
+    looks_binary,
+    refused,
+)
 
 WINDOW = 200
 MAX_LINE_CHARS = 400
@@ -98,4 +107,10 @@ def _not_found(rel: str, ctx: ToolContext) -> str:
     return f"no such file: {rel!r}.{hint}"
 
 
-TOOL = Tool(name="read_file", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+TOOL = Tool(
+    name="read_file",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    execute=execute,
+    target=argument("path"),
+)

@@ -11,9 +11,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from sandbox.errors import SandboxError
 from tools import apply_patch, list_dir, read_file, run_tests, search
 from tools.base import Observation, Tool, ToolContext
-from worker.llm.types import ToolSpec
+from tools.spec import ToolSpec
 
 
 def default_tools() -> list[Tool]:
@@ -86,6 +87,8 @@ class ToolRegistry:
             )
         try:
             return tool.execute(args, ctx)
+        except SandboxError:
+            raise  # the sandbox itself failed (time spent, container gone): not the model's to fix
         except Exception as exc:  # noqa: BLE001 - a tool's bug must reach the model, not kill the run
             return Observation(
                 ok=False,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from sandbox.testrun import run_tests, validate_test_ids
+from sandbox.testrun import run_tests
 from tools.base import Observation, Tool, ToolContext, failed
 
 MAX_IDS = 50
@@ -32,30 +33,13 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     """Run the tests; ok unless the run was cut short (time limit, out of memory)."""
     tests: list[str] = list(args.get("tests") or [])
     try:
-        validate_test_ids(tests)
-    except ValueError as exc:
-        return failed(str(exc))
-    run = run_tests(ctx.box, test_cmd=ctx.test_cmd, test_ids=tests, timeout_s=ctx.test_timeout_s)
-    result, summary = run.result, run.summary
-    data: dict[str, Any] = {
-        "passed": run.passed,
-        "exit_code": result.exit_code,
-        "timed_out": result.timed_out,
-        "oom_killed": result.oom_killed,
-        "duration_s": round(result.duration_s, 3),
-        "tests": tests,
-        "junit": summary is not None,
-    }
-    if summary is not None:
-        data.update(
-            counts={
-                "passed": summary.passed,
-                "failed": summary.failed,
-                "errors": summary.errors,
-                "skipped": summary.skipped,
-            },
-            failing=summary.failing_ids(),
+        run = run_tests(
+            ctx.box, test_cmd=ctx.test_cmd, test_ids=tests, timeout_s=ctx.test_timeout_s
         )
+    except ValueError as exc:  # a test id that would be read as an option
+        return failed(str(exc))
+    result = run.result
+    data = {**run.to_dict(), "tests": tests}
     text = run.render()
     if result.timed_out:
         text += (
@@ -69,4 +53,10 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     )
 
 
-TOOL = Tool(name="run_tests", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+TOOL = Tool(
+    name="run_tests",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    execute=execute,
+    target=lambda args: json.dumps(args.get("tests", []))[:60] if args.get("tests") else "",
+)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.paths import PathRefused
-from tools.base import Observation, Tool, ToolContext, failed, is_noise, refused
+from tools.base import Observation, Tool, ToolContext, argument, failed, is_noise, refused
 
 MAX_FILES_SHOWN = 25
 MAX_LINES_SHOWN = 80
@@ -195,4 +195,10 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}es"
 
 
-TOOL = Tool(name="search", description=DESCRIPTION, parameters=PARAMETERS, execute=execute)
+TOOL = Tool(
+    name="search",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    execute=execute,
+    target=argument("pattern"),
+)

@@ -1,9 +1,31 @@
-"""`worker fix`: its flags (a public contract: keep the names) and the run behind them."""
+"""`worker fix`: its flags (a public contract: keep the names), the request they make, and the
+ending of the run as an exit code and a report (written on every path, Ctrl-C included)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
 from pathlib import Path
+
+from policies.budgets import validate_cost_cap
+from policies.config import WorkerConfig, load_config
+from sandbox.workspace import remove_dir
+from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
+from worker.cli.progress import ProgressPrinter
+from worker.errors import UsageError
+from worker.llm import pricing
+from worker.loop.trace import Trace
+from worker.run.deliver import check_branch_request
+from worker.run.fix import Endpoint, FixRequest, FixRun
+from worker.run.report import RunReport
+
+LOCAL = "local"
+OUTPUTS = ("fix.patch", "report.json", "trace.jsonl", "traceback.txt", "llama-server.log")
 
 
 def add_fix_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,7 +64,123 @@ def add_backend_argument(p: argparse.ArgumentParser) -> None:
 
 
 def run_fix(args: argparse.Namespace) -> int:
-    """Run the agent; returns the exit code."""
-    from worker.run.fix import fix_from_args
+    """Run `worker fix`; returns the exit code. Every ending is reported, then re-raised."""
+    started = time.monotonic()
+    request = make_request(args)
+    show = ProgressPrinter(quiet=args.quiet or args.json)
+    report = RunReport(
+        repo=str(request.repo),
+        goal=request.goal,
+        model=request.endpoint.model,
+        endpoint=request.endpoint.base_url,
+        out_dir=str(request.out),
+        cost_usd=0.0 if request.price is not None else None,
+    )
+    try:
+        with Trace(path=request.out / "trace.jsonl") as trace:
+            reason = FixRun(request=request, report=report, trace=trace, progress=show).run()
+        report.finish(EXIT_FIXED, reason)
+    except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
+        report.finish(exit_code_for(exc), _reason(exc))
+        if not isinstance(exc, EXPECTED):
+            # A bug of ours: one line for the user, the traceback kept for the bug report.
+            keep = request.out / "traceback.txt"
+            keep.write_text(traceback.format_exc(), encoding="utf-8")
+            report.reason = f"internal error: {report.reason} (traceback in {keep})"
+        _finish(report, request.out, show, started, args)
+        if report.status == "not_fixed" and isinstance(exc, EXPECTED):
+            return report.exit_code  # an ordinary ending (budget, stuck...): said above
+        raise
+    return _finish(report, request.out, show, started, args)
 
-    return fix_from_args(args)
+
+def make_request(args: argparse.Namespace) -> FixRequest:
+    """Flags and configuration, checked: every usage error is raised before anything starts."""
+    repo = args.repo.expanduser().resolve()
+    if not repo.is_dir():
+        raise UsageError(f"repository not found: {args.repo}")
+    if args.branch:
+        check_branch_request(repo, args.branch)
+    config = load_config(
+        repo,
+        preset=args.policy,
+        overrides={
+            "test_cmd": args.test_cmd,
+            "setup": args.setup,
+            "image": args.image,
+            "max_steps": args.max_steps,
+            "max_tokens": args.max_tokens,
+            "max_cost_usd": args.max_cost,
+            "max_wall_s": args.timeout,
+            "tool_mode": args.tool_mode,
+        },
+    )
+    endpoint = choose_endpoint(args, config)
+    price = pricing.price_for(endpoint.model, config.prices)
+    validate_cost_cap(config.budgets, price is not None, model=endpoint.model)
+    out = args.out.expanduser().resolve() if args.out else default_out_dir(repo)
+    _clear_outputs(out)
+    return FixRequest(
+        repo=repo,
+        goal=args.goal,
+        out=out,
+        config=config,
+        endpoint=endpoint,
+        price=price,
+        backend=args.backend,
+        test_timeout_s=args.test_timeout or config.limits.command_timeout_s,
+        apply=args.apply,
+        branch=args.branch,
+    )
+
+
+def choose_endpoint(args: argparse.Namespace, config: WorkerConfig) -> Endpoint:
+    """Flags, then config, then the openai SDK's variables; no endpoint at all means local."""
+    model = args.model or config.model or os.environ.get("WORKER_MODEL")
+    base_url = args.base_url or config.base_url or os.environ.get("OPENAI_BASE_URL")
+    if model == LOCAL or (base_url is None and not os.environ.get("OPENAI_API_KEY")):
+        return Endpoint(model=LOCAL, base_url=None, local=True)
+    if not model:
+        raise UsageError(
+            "no model named: pass --model NAME or set WORKER_MODEL "
+            "(or --model local for the bundled model)"
+        )
+    return Endpoint(model=model, base_url=base_url, local=False)
+
+
+def default_out_dir(repo: Path) -> Path:
+    base = Path(os.environ.get("WORKER_HOME") or Path.home() / ".cache" / "worker") / "runs"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return base / f"{repo.name}-{stamp}-{os.getpid()}"
+
+
+def _clear_outputs(out: Path) -> None:
+    """An --out folder used before: our own outputs go, so none of them is stale."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+    remove_dir(out / "run")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt) and not str(exc):
+        return "interrupted (SIGINT)"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _finish(
+    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
+) -> int:
+    report.durations["total"] = round(time.monotonic() - started, 3)
+    report.write(out / "report.json")
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        fixed = "FIXED (verified)" if report.patch else "NOTHING TO FIX"
+        verdict = {0: fixed, 1: "NOT FIXED"}.get(report.exit_code, report.status.upper())
+        show.say(f"{verdict}: {report.reason}")
+        if report.patch:
+            show.say(f"patch: {report.patch}")
+        show.say(f"report: {out / 'report.json'}")
+    sys.stdout.flush()
+    return report.exit_code

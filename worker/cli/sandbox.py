@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+from pathlib import Path
 
 from policies.config import load_config
 from sandbox.client import connect
@@ -35,6 +35,27 @@ def prune(args: argparse.Namespace) -> int:
     removed = prune_containers(connect(), everything=args.all)
     print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
     return 0
+
+
+def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
+    """The sub-commands of `worker sandbox` and their flags."""
+    from worker.cli.fix import add_backend_argument
+
+    sbox = sandbox.add_subparsers(dest="sandbox_command", required=True, parser_class=type(sandbox))
+    build = sbox.add_parser("build", help="build the sandbox image (offline if need be)")
+    build.add_argument("--image", default=None, help="image name (default worker-sandbox:latest)")
+    build.add_argument("--base", default=None, help="base image to build on")
+    run = sbox.add_parser("run-tests", help="run a repository's tests in the sandbox")
+    run.add_argument("--repo", type=Path, required=True)
+    run.add_argument("--test-cmd", default=None)
+    run.add_argument("--setup", default=None, help="dependency set-up command (network on)")
+    run.add_argument("--image", default=None)
+    run.add_argument("--timeout", type=float, default=None, help="seconds for the test command")
+    run.add_argument("--policy", default=None, help="preset: default, strict or ci")
+    run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_backend_argument(run)
+    prune = sbox.add_parser("prune", help="remove containers left by a crashed worker")
+    prune.add_argument("--all", action="store_true", help="also those of running workers")
 
 
 def run_tests(args: argparse.Namespace) -> int:
@@ -67,17 +88,7 @@ def run_tests(args: argparse.Namespace) -> int:
         test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
         test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
     if args.json:
-        payload = {
-            "passed": test_run.passed,
-            "command": test_run.command,
-            "exit_code": test_run.result.exit_code,
-            "timed_out": test_run.result.timed_out,
-            "oom_killed": test_run.result.oom_killed,
-            "duration_s": round(test_run.result.duration_s, 3),
-            "summary": asdict(test_run.summary) if test_run.summary else None,
-            "log": str(test_run.result.log_path),
-        }
-        print(json.dumps(payload, indent=2))
+        print(json.dumps(test_run.to_dict(), indent=2))
     else:
         print(test_run.render())
         print(f"full log: {test_run.result.log_path}")

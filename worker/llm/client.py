@@ -32,6 +32,7 @@ from worker.llm.types import (
     ToolSpec,
     Usage,
     parse_arguments,
+    tool_to_openai,
 )
 from worker.llm.wire_text import (
     FINAL_ANSWER,
@@ -233,7 +234,7 @@ class OpenAIModel:
         if mode == "native":
             body["messages"] = list(messages)
             if tools:
-                body["tools"] = [tool.to_openai() for tool in tools]
+                body["tools"] = [tool_to_openai(tool) for tool in tools]
                 body["tool_choice"] = "auto"
             return body
         turns = to_text_history(messages, mode=mode)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from worker.errors import ConfigError
+from policies.errors import ConfigError
 
 
 @dataclass(frozen=True, kw_only=True)

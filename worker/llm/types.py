@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from tools.spec import ToolSpec
 from worker.errors import ModelUnavailable
 
 
@@ -34,18 +35,10 @@ class CallOutOfTime(ModelUnavailable, TimeoutError):
     """The call ran into the time limit its caller gave (`timeout_s`); no retry went past it."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ToolSpec:
-    """A tool as the model sees it: a name, a description and a JSON Schema for its arguments."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-
-    def to_openai(self) -> dict[str, Any]:
-        """The entry for the `tools` request parameter."""
-        function = {"name": self.name, "description": self.description}
-        return {"type": "function", "function": {**function, "parameters": self.parameters}}
+def tool_to_openai(spec: ToolSpec) -> dict[str, Any]:
+    """A tool spec as an entry of the `tools` request parameter (native tool calls)."""
+    function = {"name": spec.name, "description": spec.description}
+    return {"type": "function", "function": {**function, "parameters": spec.parameters}}
 
 
 @dataclass(frozen=True, kw_only=True)

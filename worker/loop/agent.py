@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,7 @@ from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall
 from worker.loop import prompts
 from worker.loop.history import compact, history_chars
 from worker.loop.stuck import StuckDetector
-from worker.run.trace import Trace
+from worker.loop.trace import Trace
 
 REPEAT_TEMPERATURE = 0.7
 CUT_OFF_SHOWN = 200  # characters of a cut-off answer kept in the history
@@ -276,7 +275,7 @@ class Agent:
             StepInfo(
                 step=self.usage.steps,
                 tool=call.name,
-                target=_target(call),
+                target=observation.target,
                 outcome=_outcome(
                     observation, self.last_tests if observation.changed_files else None
                 ),
@@ -379,19 +378,6 @@ class Agent:
 def _complete_calls(reply: ModelReply) -> bool:
     """Whether a reply carries tool calls that all parsed (a cut after them does no harm)."""
     return bool(reply.tool_calls) and all(call.error is None for call in reply.tool_calls)
-
-
-def _target(call: ToolCall) -> str:
-    args = call.arguments or {}
-    for key in ("path", "pattern", "tests"):
-        if key in args:
-            return json.dumps(args[key])[:60] if key == "tests" else str(args[key])[:60]
-    if call.name == "apply_patch" and isinstance(args.get("patch"), str):
-        files = [
-            line[6:].strip() for line in args["patch"].splitlines() if line.startswith("+++ b/")
-        ]
-        return ", ".join(files)[:60]
-    return ""
 
 
 def _outcome(observation: Observation, tests: TestRun | None) -> str:

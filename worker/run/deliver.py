@@ -10,8 +10,9 @@ import os
 import tempfile
 from pathlib import Path
 
+from sandbox.errors import SandboxError
 from sandbox.user_git import last_error_line, user_git
-from worker.errors import SandboxError, UsageError
+from worker.errors import UsageError
 
 
 def check_branch_request(repo: Path, branch: str) -> None:

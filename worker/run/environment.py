@@ -5,16 +5,13 @@ from __future__ import annotations
 from itertools import count
 from pathlib import Path
 
-import docker
-
-from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
-from sandbox.session import Backend, SandboxSession
+from sandbox.prepare import Prepared
+from sandbox.session import SandboxSession
 from sandbox.testrun import TestRun, run_tests
 from sandbox.verify import verify_patch
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
-from worker.errors import SandboxError
 from worker.llm.types import ToolCall, ToolSpec
 
 
@@ -27,20 +24,14 @@ class SandboxEnvironment:
         session: SandboxSession,
         registry: ToolRegistry,
         context: ToolContext,
-        client: docker.DockerClient | None,
-        image: str,
+        prepared: Prepared,
         limits: Limits,
         run_dir: Path,
-        backend: Backend = "docker",
-        isolation: Isolation = HARDENED,
     ) -> None:
-        self._backend = backend
-        self._isolation = isolation
         self._session = session
         self._registry = registry
         self._context = context
-        self._client = client
-        self._image = image
+        self._prepared = prepared
         self._limits = limits
         self._run_dir = run_dir
         self._verifications = count(1)
@@ -51,9 +42,6 @@ class SandboxEnvironment:
 
     def call_tool(self, call: ToolCall) -> Observation:
         obs = self._registry.call(call.name, call.arguments, self._context, raw_error=call.error)
-        if obs.data.get("exception") == "SandboxError":
-            # The sandbox itself failed (time spent, container gone): not the model's to fix.
-            raise SandboxError(obs.text)
         self._edited.update(obs.changed_files)
         return obs
 
@@ -79,15 +67,15 @@ class SandboxEnvironment:
 
     def verify(self, patch: str) -> TestRun:
         return verify_patch(
-            client=self._client,
-            image=self._image,
+            client=self._prepared.client,
+            image=self._prepared.image,
             workspace=self._session.workspace,
             patch=patch,
             test_cmd=self._context.test_cmd,
             limits=self._limits,
             work_dir=self._run_dir / f"verify-{next(self._verifications)}",
             timeout_s=self._context.test_timeout_s,
-            backend=self._backend,
-            isolation=self._isolation,
+            backend=self._prepared.backend,
+            isolation=self._prepared.isolation,
             protect=lambda rel: not self._context.paths.is_writable(rel),
         )

@@ -21,23 +21,13 @@ STATUS_FOR_EXIT = {
 }
 
 
+#: tests_after when no patch was applied: the tests were not run again.
+NOT_RERUN = "not re-run"
+
+
 def tests_dict(run: TestRun | None) -> dict[str, Any] | None:
     """A test run as plain data for the report."""
-    if run is None:
-        return None
-    s = run.summary
-    return {
-        "passed": run.passed,
-        "headline": run.headline(),
-        "exit_code": run.result.exit_code,
-        "timed_out": run.result.timed_out,
-        "oom_killed": run.result.oom_killed,
-        "duration_s": round(run.result.duration_s, 3),
-        "counts": None
-        if s is None
-        else {"passed": s.passed, "failed": s.failed, "errors": s.errors, "skipped": s.skipped},
-        "failing": [] if s is None else s.failing_ids(),
-    }
+    return None if run is None else run.to_dict()
 
 
 @dataclass(kw_only=True)
@@ -60,7 +50,7 @@ class RunReport:
     cost_usd: float | None = None
     durations: dict[str, float] = field(default_factory=dict)
     tests_before: dict[str, Any] | None = None
-    tests_after: dict[str, Any] | None = None
+    tests_after: dict[str, Any] | str | None = None
     verification: dict[str, Any] | None = None
     verdict: dict[str, Any] | None = None
     files_changed: list[str] = field(default_factory=list)

@@ -1,0 +1,269 @@
+"""The loop in-process: `Agent.run` against a scripted model object and an in-memory environment
+(no Docker, no HTTP). Budgets, stuck detection, claims, verification and compaction, as the loop
+decides them; the real-part tests of the same behaviour are in test_fix_cli.py."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from policies.budgets import Budgets
+from sandbox.junit import TestFailure, TestSummary
+from sandbox.results import CommandResult
+from sandbox.testrun import TestRun
+from sandbox.verdict import TOKEN_PROPERTY
+from tools.base import Observation
+from tools.spec import ToolSpec
+from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, Usage
+from worker.loop import prompts
+from worker.loop.agent import Agent, BudgetExhausted, GaveUp, Stuck
+from worker.loop.history import COLLAPSED, history_chars
+from worker.loop.trace import Trace
+
+BUGGY = "def mean(v):\n    return sum(v) / (len(v) - 1)\n"
+FIXED = "def mean(v):\n    return sum(v) / len(v)\n"
+Reply = ModelReply | BaseException
+
+
+def call(name: str, **arguments: Any) -> ModelReply:
+    ids = call.__dict__.setdefault("ids", itertools.count(1))
+    tool_call = ToolCall(id=f"c{next(ids)}", name=name, arguments=arguments, raw_arguments="")
+    return ModelReply(
+        content=None, tool_calls=(tool_call,), usage=Usage(prompt_tokens=50, completion_tokens=10),
+        finish_reason="tool_calls", mode="native",
+    )  # fmt: skip
+
+
+def say(text: str) -> ModelReply:
+    return ModelReply(
+        content=text, tool_calls=(), usage=Usage(prompt_tokens=50, completion_tokens=10),
+        finish_reason="stop", mode="native",
+    )  # fmt: skip
+
+
+class ScriptedModel:
+    """Replays replies (or raises them); records every request; fails on a call past the end."""
+
+    def __init__(self, script: Sequence[Reply]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: Sequence[ToolSpec],
+        *,
+        temperature: float | None = None,
+        timeout_s: float | None = None,
+    ) -> ModelReply:
+        self.requests.append(
+            {
+                "messages": [dict(m) for m in messages],
+                "temperature": temperature,
+                "timeout_s": timeout_s,
+            }
+        )
+        assert self.script, "the loop asked the model more often than the script allows"
+        reply = self.script.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+
+def suite_run(files: dict[str, str], suite: Callable[[dict[str, str]], dict[str, str]]) -> TestRun:
+    """A whole-suite run with a stamped JUnit summary, from {test id: outcome}."""
+    outcomes = suite(files)
+    failed = [t for t, o in outcomes.items() if o == "failed"]
+    summary = TestSummary(
+        passed=sum(o == "passed" for o in outcomes.values()),
+        failed=len(failed),
+        errors=0,
+        skipped=sum(o == "skipped" for o in outcomes.values()),
+        failures=tuple(
+            TestFailure(test_id=t, kind="failure", message="assert 2.0 == 3", traceback="")
+            for t in failed
+        ),
+        outcomes=outcomes,
+        properties={TOKEN_PROPERTY: "tok"},
+    )
+    result = CommandResult(
+        command="pytest", exit_code=1 if failed else 0, duration_s=0.1, timed_out=False,
+        oom_killed=False, output="", output_bytes=0, truncated=False,
+    )  # fmt: skip
+    return TestRun(
+        command="pytest", result=result, summary=summary, expects_junit=True, token="tok"
+    )
+
+
+def mean_suite(files: dict[str, str]) -> dict[str, str]:
+    ok = "len(v) - 1" not in files["calc.py"]
+    return {"tests/test_calc.py::test_mean": "passed" if ok else "failed",
+            "tests/test_calc.py::test_sum": "passed"}  # fmt: skip
+
+
+class MemoryEnvironment:
+    """Files in a dict; `read_file` and `write_file` tools; tests computed from the files."""
+
+    def __init__(self, files: dict[str, str], suite=mean_suite, clean_copy_breaks=False) -> None:
+        self.original = dict(files)
+        self.files = dict(files)
+        self.suite = suite
+        self.clean_copy_breaks = clean_copy_breaks
+        self.verifications = 0
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [
+            ToolSpec(name="read_file", description="read", parameters={"type": "object"}),
+            ToolSpec(name="write_file", description="write", parameters={"type": "object"}),
+        ]
+
+    def call_tool(self, call: ToolCall) -> Observation:
+        args = call.arguments or {}
+        if call.name == "read_file":
+            return Observation(ok=True, text=self.files.get(args["path"], "no such file"))
+        self.files[args["path"]] = args["content"]
+        return Observation(ok=True, text="written", changed_files=(args["path"],))
+
+    def run_tests(self) -> TestRun:
+        return suite_run(self.files, self.suite)
+
+    def diff(self) -> str:
+        changed = [p for p in self.files if self.files[p] != self.original.get(p)]
+        return "".join(f"--- a/{p}\n+++ b/{p}\n+{self.files[p]}" for p in changed)
+
+    def verify(self, patch: str) -> TestRun:
+        self.verifications += 1
+        files = self.original if self.clean_copy_breaks else self.files
+        return suite_run(files, self.suite)
+
+
+def make_agent(model: ScriptedModel, env: MemoryEnvironment, tmp_path, **budgets: Any) -> Agent:
+    trace = Trace(path=tmp_path / "trace.jsonl")
+    return Agent(model=model, env=env, budgets=Budgets(**budgets), trace=trace)
+
+
+def start(agent: Agent, env: MemoryEnvironment):
+    return agent.run("make the tests pass", env.run_tests(), listing="calc.py\ntests/")
+
+
+def test_a_fix_is_verified_on_the_clean_copy_and_ends_the_loop(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("read_file", path="calc.py"),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    result = start(agent, env)
+    assert result.fixed and env.verifications == 1
+    assert result.verdict is not None and result.verdict.rule == "junit"
+    assert agent.usage.steps == 2 and agent.usage.tokens == 120
+    assert "test_mean" in model.requests[0]["messages"][1]["content"]
+
+
+def test_the_step_budget_ends_the_run_before_another_call(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY, "a.py": "", "b.py": "", "c.py": ""})
+    model = ScriptedModel([call("read_file", path=p) for p in ("a.py", "b.py", "c.py", "x")])
+    agent = make_agent(model, env, tmp_path, max_steps=3)
+    with pytest.raises(BudgetExhausted, match="step"):
+        start(agent, env)
+    assert len(model.requests) == 3 and agent.usage.steps == 3
+
+
+def test_the_token_budget_counts_prompt_and_completion(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY, "a.py": "", "b.py": ""})
+    model = ScriptedModel([call("read_file", path="a.py"), call("read_file", path="b.py")])
+    agent = make_agent(model, env, tmp_path, max_tokens=100)
+    with pytest.raises(BudgetExhausted, match="token"):
+        start(agent, env)
+    assert len(model.requests) == 2  # 60 tokens, then 120 > 100: no third call
+
+
+def test_the_time_left_bounds_each_call_and_a_cut_call_is_a_budget(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([CallOutOfTime("the call ran out of time")])
+    agent = make_agent(model, env, tmp_path, max_wall_s=30)
+    with pytest.raises(BudgetExhausted):
+        start(agent, env)
+    assert 0 < model.requests[0]["timeout_s"] <= 30
+
+
+def test_a_repeated_call_is_nudged_warmer_then_stopped(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("read_file", path="calc.py") for _ in range(6)])
+    agent = make_agent(model, env, tmp_path)
+    with pytest.raises(Stuck, match="repeated the same read_file"):
+        start(agent, env)
+    nudged = next(i for i, r in enumerate(model.requests) if "same call" in str(r["messages"]))
+    assert model.requests[nudged]["temperature"] == 0.7
+    assert model.requests[0]["temperature"] is None
+
+
+def test_saying_done_while_tests_fail_is_told_once_then_ends_the_run(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([say("All fixed."), say("Really, all fixed.")])
+    agent = make_agent(model, env, tmp_path)
+    with pytest.raises(GaveUp):
+        start(agent, env)
+    told = model.requests[1]["messages"][-1]["content"]
+    assert told.startswith(prompts.FALSE_CLAIM.split("{")[0][:40]) and env.verifications == 0
+
+
+def test_a_fix_that_fails_on_the_clean_copy_is_not_accepted(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY}, clean_copy_breaks=True)
+    model = ScriptedModel([call("write_file", path="calc.py", content=FIXED), say("Done."),
+                           say("Done!")])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    with pytest.raises(GaveUp):
+        start(agent, env)
+    assert env.verifications >= 1
+    assert "re-ran the tests on a clean copy" in model.requests[1]["messages"][-1]["content"]
+
+
+def test_a_patch_that_makes_the_failing_test_vanish_is_never_verified(tmp_path):
+    def vanishing(files: dict[str, str]) -> dict[str, str]:
+        if "skip" in files["calc.py"]:
+            return {"tests/test_calc.py::test_sum": "passed"}
+        return mean_suite(files)
+
+    env = MemoryEnvironment({"calc.py": BUGGY}, suite=vanishing)
+    model = ScriptedModel([call("write_file", path="calc.py", content="skip"), say("Done."),
+                           say("Done.")])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    with pytest.raises(GaveUp):
+        start(agent, env)
+    assert env.verifications == 0  # the sandbox run already fails the verdict
+
+
+def test_a_request_too_long_is_retried_compacted(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY, "big.py": "x = 1\n" * 3000, "a.py": "", "b.py": ""})
+    reads = [call("read_file", path=p) for p in ("big.py", "a.py", "b.py", "calc.py")]
+    fix = call("write_file", path="calc.py", content=FIXED)
+    model = ScriptedModel([*reads, ContextTooLong("too long"), fix])
+    agent = make_agent(model, env, tmp_path)
+    assert start(agent, env).fixed
+    refused, retried = (history_chars(r["messages"]) for r in model.requests[4:6])
+    assert retried < refused and COLLAPSED.split(":")[0] in str(model.requests[5]["messages"])
+    # The prefix the server caches (system prompt, task) is the same in every request.
+    assert len({str(r["messages"][:2]) for r in model.requests}) == 1
+
+
+def test_old_observations_are_collapsed_to_fit_the_context(tmp_path):
+    files = {"calc.py": BUGGY, **{f"m{i}.py": f"# {i}\n" * 800 for i in range(6)}}
+    env = MemoryEnvironment(files)
+    reads = [call("read_file", path=f"m{i}.py") for i in range(6)]
+    model = ScriptedModel([*reads, call("write_file", path="calc.py", content=FIXED)])
+    agent = Agent(
+        model=model, env=env, budgets=Budgets(), trace=Trace(path=tmp_path / "t.jsonl"),
+        max_context_chars=8_000,
+    )  # fmt: skip
+    assert start(agent, env).fixed
+    last = model.requests[-1]["messages"]
+    results = [m["content"] for m in last if m["role"] == "tool"]
+    # The oldest results are collapsed, the newest stay whole; the history grew past 24,000.
+    assert results[0].startswith(COLLAPSED.split(":")[0]) and results[-1].startswith("# 5")
+    assert history_chars(last) < 0.6 * sum(len(files[f"m{i}.py"]) for i in range(6))
+    # Every tool call in what was sent still has its answer (pairs are never split).
+    asked = {c["id"] for m in last if m.get("tool_calls") for c in m["tool_calls"]}
+    answered = {m["tool_call_id"] for m in last if m["role"] == "tool"}
+    assert asked == answered

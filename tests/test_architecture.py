@@ -1,0 +1,51 @@
+"""The layer contracts in pyproject.toml hold, and they catch an upward import when one appears."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("worker", "sandbox", "tools", "policies")
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["lint-imports", "--no-cache"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(tree)},
+        check=False,
+    )
+
+
+def copy_project(dest: Path) -> Path:
+    for name in PACKAGES:
+        shutil.copytree(ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def test_the_contracts_hold_on_the_project(tmp_path):
+    proc = lint_imports(copy_project(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "BROKEN" not in proc.stdout
+
+
+def test_a_sandbox_module_importing_worker_breaks_the_layers(tmp_path):
+    tree = copy_project(tmp_path)
+    (tree / "sandbox" / "upward.py").write_text("from worker.errors import UsageError\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0
+    assert "sandbox.upward -> worker.errors" in proc.stdout
+
+
+def test_the_loop_importing_the_command_line_is_refused(tmp_path):
+    tree = copy_project(tmp_path)
+    agent = tree / "worker" / "loop" / "agent.py"
+    agent.write_text(agent.read_text() + "\nfrom worker.cli import progress  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0 and "Nothing imports the command line BROKEN" in proc.stdout
