@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 TRACEBACK_LINES = 25
+OUTPUT_LINES = 20  # of what a failing test printed, per section
+LINE_CHARS = 300
 OUTCOME_OF_TAG = {"failure": "failed", "error": "error", "skipped": "skipped"}
 
 
@@ -20,6 +23,7 @@ class TestFailure:
     kind: str  # "failure" or "error"
     message: str
     traceback: str
+    output: str = ""  # what the test printed and logged (pytest's "Captured ..." sections)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +94,7 @@ def parse_junit(xml_bytes: bytes) -> TestSummary:
                         kind=outcome.tag,
                         message=(outcome.get("message") or "").strip()[:500],
                         traceback=_trim(outcome.text or ""),
+                        output=_captured(case),
                     )
                 )
     return TestSummary(
@@ -123,9 +128,26 @@ def _test_id(case: ET.Element) -> str:
     return "::".join([p for p in [module, *parts[split:], name] if p])
 
 
-def _trim(text: str) -> str:
-    lines = text.strip("\n").splitlines()
-    if len(lines) <= TRACEBACK_LINES:
-        return "\n".join(lines)
-    head, tail = lines[:5], lines[-(TRACEBACK_LINES - 6) :]
-    return "\n".join([*head, f"[... {len(lines) - len(head) - len(tail)} lines cut ...]", *tail])
+CAPTURED = re.compile(r"^-{3,} (Captured [A-Za-z]+) -{3,}$", re.M)
+
+
+def _captured(case: ET.Element) -> str:
+    """The non-empty "Captured Out/Err/Log" sections of a test case, trimmed."""
+    kept = []
+    for element in (e for e in case if e.tag in ("system-out", "system-err")):
+        parts = CAPTURED.split(element.text or "")
+        if len(parts) == 1 and parts[0].strip():  # no section headers: the text as it is
+            kept.append(f"{element.tag}:\n{_trim(parts[0], lines=OUTPUT_LINES)}")
+        for title, body in zip(parts[1::2], parts[2::2], strict=True):
+            if body.strip():
+                kept.append(f"{title.lower()}:\n{_trim(body, lines=OUTPUT_LINES)}")
+    return "\n".join(kept)
+
+
+def _trim(text: str, *, lines: int | None = None) -> str:
+    limit = lines or TRACEBACK_LINES
+    rows = [row[:LINE_CHARS] for row in text.strip("\n").splitlines()]
+    if len(rows) <= limit:
+        return "\n".join(rows)
+    head, tail = rows[:5], rows[-(limit - 6) :]
+    return "\n".join([*head, f"[... {len(rows) - len(head) - len(tail)} lines cut ...]", *tail])

@@ -1,4 +1,5 @@
-"""A pytest plugin loaded into every test run: it stamps the JUnit report with the run's token.
+"""A pytest plugin loaded into every test run: it stamps the JUnit report with the run's token,
+and keeps what a test printed small enough for the report to come back whole.
 
 Runs inside the sandbox's pytest (stdlib and pytest only; nothing of the worker). The harness
 passes a fresh random token in WORKER_RUN_TOKEN; the plugin takes it out of the environment as
@@ -14,6 +15,7 @@ import os
 import pytest
 
 PROPERTY = "worker_run_token"
+SECTION_CHARS = 20_000  # of each captured section (stdout, stderr, log) kept in the report
 _TOKEN = os.environ.pop("WORKER_RUN_TOKEN", "")
 
 
@@ -24,3 +26,19 @@ def pytest_configure(config):
     xml = config.stash.get(xml_key, None)
     if xml is not None and _TOKEN:
         xml.add_global_property(PROPERTY, _TOKEN)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    # Before junitxml writes the captured output: head and tail of each section, so a test that
+    # prints megabytes cannot push the report past what the sandbox hands back.
+    half = SECTION_CHARS // 2
+    report.sections = [
+        (
+            title,
+            text
+            if len(text) <= SECTION_CHARS
+            else text[:half] + "\n[... cut ...]\n" + text[-half:],
+        )
+        for title, text in report.sections
+    ]

@@ -17,7 +17,11 @@ from sandbox.results import CommandResult
 from sandbox.verdict import Verdict, judge_run
 
 DEFAULT_TEST_CMD = "python -m pytest"
-PYTEST_FLAGS = "-q -p no:cacheprovider -o junit_family=xunit1"
+# JUnit with what failing tests printed and logged (not passing ones: the report stays small).
+PYTEST_FLAGS = (
+    "-q -p no:cacheprovider -o junit_family=xunit1 -o junit_logging=all "
+    "-o junit_log_passing_tests=false"
+)
 STAMP_MODULE = "worker_junit_stamp"
 
 
@@ -86,6 +90,8 @@ class TestRun:
                 lines.append(f"\n{failure.kind.upper()} {failure.test_id}: {failure.message}")
                 if failure.traceback:
                     lines.append(failure.traceback)
+                if failure.output:
+                    lines.append(failure.output)
             more = len(self.summary.failures) - max_failures
             if more > 0:
                 lines.append(f"\n[... {more} more failing tests not shown ...]")

@@ -22,6 +22,12 @@ SUITES = {
         "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
         "def test_ok():\n    assert add(2, 0) == 2\n"
     ),
+    "tests/test_prints.py": (
+        "import logging\nimport sys\n\n\ndef test_debugged():\n"
+        "    print('value was', 41)\n    print('to stderr', file=sys.stderr)\n"
+        "    logging.getLogger('app').warning('cache miss')\n    assert 41 == 42\n\n\n"
+        "def test_quiet():\n    print('passing noise')\n"
+    ),
     "tests/test_hang.py": "import time\n\n\ndef test_forever():\n    time.sleep(10_000)\n",
     "tests/test_exit.py": "import os\n\n\ndef test_exit():\n    os._exit(3)\n",
     "tests/test_segv.py": "import ctypes\n\n\ndef test_segv():\n    ctypes.string_at(0)\n",
@@ -93,3 +99,17 @@ def test_hanging_crashing_and_flooding_suites(run) -> None:
     assert not flood.data["passed"] and flood.data["failing"] == ["tests/test_flood.py::test_flood"]
     assert "FAILURE tests/test_flood.py::test_flood" in flood.text
     assert flood.data.get("truncated") or len(flood.text) < CAP.max_bytes
+
+
+def test_a_failing_tests_prints_and_logs_reach_the_model(run) -> None:
+    obs = run("tests/test_prints.py")
+    assert "FAILURE tests/test_prints.py::test_debugged" in obs.text
+    assert "captured out:\nvalue was 41" in obs.text
+    assert "captured err:\nto stderr" in obs.text and "cache miss" in obs.text
+    assert "passing noise" not in obs.text  # what passing tests print stays out
+
+
+def test_a_flood_of_output_from_a_failing_test_is_trimmed(run) -> None:
+    obs = run("tests/test_flood.py")  # 3.6 MB printed: the report still comes back whole
+    assert obs.data["junit"] and obs.data["failing"] == ["tests/test_flood.py::test_flood"]
+    assert "captured out:\nflood line 0" in obs.text and "flood line 199999" in obs.text
