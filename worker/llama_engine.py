@@ -70,7 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     print(f"system_info: {xllamacpp.get_system_info()}", file=sys.stderr, flush=True)
     # Loads the model and starts the HTTP threads; returns once the server is listening.
-    server = xllamacpp.Server(params)
+    try:
+        server = xllamacpp.Server(params)
+    except RuntimeError as exc:  # llama.cpp has logged why (bad model file, port taken, ...)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"serving at {server.listening_address}", file=sys.stderr, flush=True)
     while not stop.wait(1.0):
         pass
