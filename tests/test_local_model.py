@@ -21,7 +21,8 @@ from worker.llm.bundled import (
     WeightsSpec,
     assemble_weights,
     default_cache_dir,
-    find_server_binary,
+    engine_command,
+    missing_cpu_flags,
     pull,
 )
 
@@ -188,8 +189,61 @@ def test_missing_model_file_is_an_environment_error(tmp_path: Path):
 def test_engine_override_must_be_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("WORKER_LLAMA_SERVER", str(tmp_path / "nothing-here"))
     with pytest.raises(EngineMissing) as caught:
-        find_server_binary()
+        engine_command()
     assert exit_code_for(caught.value) == EXIT_ENVIRONMENT
+
+
+def test_engine_override_is_used_as_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    engine = fake_engine(tmp_path, "exit 0")
+    monkeypatch.setenv("WORKER_LLAMA_SERVER", str(engine))
+    assert engine_command() == [str(engine)]
+
+
+def test_default_engine_is_the_xllamacpp_launcher(monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("xllamacpp")
+    monkeypatch.delenv("WORKER_LLAMA_SERVER", raising=False)
+    if missing_cpu_flags():
+        pytest.skip("this CPU cannot run the bundled engine")
+    assert engine_command()[1:] == ["-m", "worker.llm.bundled.engine"]
+
+
+def test_cpu_flags_the_engine_needs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import platform
+    import sys
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma f16c bmi2\n")
+    assert missing_cpu_flags(cpuinfo) == []
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx sse4_2\n")
+    assert missing_cpu_flags(cpuinfo) == ["avx2", "fma", "f16c", "bmi2"]
+
+
+def test_engine_killed_by_sigill_is_one_clear_line(
+    tmp_path: Path, model_file: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # What the AMX/AVX-512 build of llama-server did here: die of SIGILL while loading.
+    engine = fake_engine(tmp_path, 'echo "AMX is not ready to be used!"; kill -ILL $$')
+    monkeypatch.setenv("WORKER_LLAMA_SERVER", str(engine))
+    server = LocalServer(model_path=model_file, log_path=tmp_path / "server.log")
+    with pytest.raises(LocalModelError) as caught:
+        server.start()
+    message = str(caught.value)
+    assert "SIGILL" in message and "WORKER_LLAMA_SERVER" in message and "\n" not in message
+    assert exit_code_for(caught.value) == EXIT_ENVIRONMENT
+    assert server.pid is None
+
+
+def test_launcher_takes_llama_server_flags():
+    from worker.llm.bundled.engine import parse_args
+
+    args = parse_args(
+        ["--model", "m.gguf", "--host", "127.0.0.1", "--port", "9", "--threads", "2",
+         "--ctx-size", "2048", "--alias", "qwen", "--parallel", "1", "--no-webui"]
+    )  # fmt: skip
+    assert (args.model, args.port, args.threads, args.ctx_size) == ("m.gguf", 9, 2, 2048)
+    assert args.alias == "qwen" and args.no_webui
 
 
 def test_server_that_dies_while_starting_reports_its_log(

