@@ -46,6 +46,10 @@ class SandboxEnvironment:
         return obs
 
     def run_tests(self) -> TestRun:
+        if self._context.tests is not None:
+            return self._context.tests.run(
+                test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
+            )
         return run_tests(
             self._session.box,
             test_cmd=self._context.test_cmd,

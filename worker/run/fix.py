@@ -17,7 +17,8 @@ from typing import Protocol
 from policies.config import WorkerConfig
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
-from sandbox.testrun import TestRun, detect_test_command, run_tests
+from sandbox.testrun import TestRun, detect_test_command
+from sandbox.testrun_cache import TestRunCache
 from sandbox.verdict import judge
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
@@ -83,10 +84,11 @@ class FixRun:
             prepared = self.prepare_sandbox()
             model = stack.enter_context(self.open_model(stack))
             session = stack.enter_context(self.open_session(prepared))
-            baseline = self.run_baseline(prepared, session)
+            tests = TestRunCache(box=session.box, workspace=session.workspace)
+            baseline = self.run_baseline(prepared, session, tests)
             if baseline.passed:
                 return NOTHING_TO_FIX
-            result = self.run_loop(prepared, session, model, baseline)
+            result = self.run_loop(prepared, session, model, baseline, tests)
             self.deliver(result.patch)
             return result.reason
 
@@ -159,13 +161,15 @@ class FixRun:
             exclude=req.out,  # --out may lie inside the repository: never copy our outputs
         )
 
-    def run_baseline(self, prepared: Prepared, session: SandboxSession) -> TestRun:
+    def run_baseline(
+        self, prepared: Prepared, session: SandboxSession, tests: TestRunCache
+    ) -> TestRun:
         """Set-up if pending, then the tests before any change: what is there to fix?"""
         config = self.request.config
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
         test_cmd = config.test_cmd or detect_test_command(session.workspace.path)
         started = time.monotonic()
-        baseline = run_tests(session.box, test_cmd=test_cmd, timeout_s=self.request.test_timeout_s)
+        baseline = tests.run(test_cmd=test_cmd, timeout_s=self.request.test_timeout_s)
         self.report.test_cmd = baseline.command  # what really ran, flags and all
         self.report.durations["tests_before"] = round(time.monotonic() - started, 3)
         self.report.tests_before = tests_dict(baseline)
@@ -175,7 +179,12 @@ class FixRun:
         return baseline
 
     def run_loop(
-        self, prepared: Prepared, session: SandboxSession, model: OpenAIModel, baseline: TestRun
+        self,
+        prepared: Prepared,
+        session: SandboxSession,
+        model: OpenAIModel,
+        baseline: TestRun,
+        tests: TestRunCache,
     ) -> LoopResult:
         """The agent over the real tools; whatever its ending, the report records it."""
         req, config = self.request, self.request.config
@@ -186,6 +195,7 @@ class FixRun:
             truncation=config.truncation,
             test_cmd=baseline.test_cmd,
             test_timeout_s=req.test_timeout_s,
+            tests=tests,
         )
         registry = ToolRegistry(tools=default_tools())
         env = SandboxEnvironment(
