@@ -80,10 +80,11 @@ def make_repo(parent: Path) -> Path:
     return repo
 
 
-def time_fix(repo: Path, out: Path) -> tuple[float, dict[str, object]]:
-    """One `worker fix` as a user runs it: a fresh interpreter, start to exit."""
+def time_fix(repo: Path, out: Path, tree: Path = ROOT) -> tuple[float, dict[str, object]]:
+    """One `worker fix` (of the code in `tree`) as a user runs it: a fresh interpreter, start
+    to exit."""
     with ScriptedServer(script=script()) as server:
-        env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "PYTHONPATH": str(tree)}
         env.pop("OPENAI_BASE_URL", None)
         args = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo), "--out", str(out)]
         args += ["--model", "scripted", "--base-url", server.base_url, "--quiet"]
@@ -129,11 +130,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the samples here")
+    parser.add_argument(
+        "--compare", type=Path, help="another checkout (e.g. main), timed in the same rounds"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     ours: list[float] = []
     limit: list[float] = []
     removal: list[float] = []
+    other: list[float] = []
     phases: dict[str, list[float]] = {}
     try:
         repo = make_repo(tmp)
@@ -143,6 +148,8 @@ def main() -> int:
             if report["status"] != "fixed":
                 raise SystemExit(f"the scripted run did not end fixed: {report['reason']}")
             ours.append(took)
+            if args.compare:
+                other.append(time_fix(repo, tmp / f"cmp{i}", args.compare)[0])
             durations = report.get("durations") or {}
             assert isinstance(durations, dict)
             for key, value in durations.items():
@@ -161,8 +168,13 @@ def main() -> int:
     print(f"physical limit: 2 docker run + 4 pytest exec median {bare:6.2f} s  "
           f"(min {min(limit):.2f}, max {max(limit):.2f})")  # fmt: skip
     print(f"  bare removal of those 2 containers        median {statistics.median(removal):6.2f} s")
+    if other:
+        theirs = statistics.median(other)
+        print(f"{args.compare}: worker fix, same rounds  median {theirs:6.2f} s  "
+              f"ratio {theirs / bare:.2f}")  # fmt: skip
     if args.json:
-        args.json.write_text(json.dumps({"ours": ours, "limit": limit, "removal": removal}))
+        samples = {"ours": ours, "limit": limit, "removal": removal, "other": other}
+        args.json.write_text(json.dumps(samples))
     print(f"ratio (worker fix / physical limit): {mine / bare:.2f} (target <= 1.3)")
     return 0
 
