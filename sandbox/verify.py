@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,10 +12,114 @@ import docker
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from sandbox.base import SandboxBase
 from sandbox.errors import SandboxError
 from sandbox.session import Backend, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
 from sandbox.workspace import Workspace, chown_tree, protect_files, remove_dir
+
+
+class CleanCheck:
+    """The harness's own check: a fresh sandbox on a clean export of the original snapshot.
+
+    `start()` exports the snapshot and starts the sandbox in a thread, so that a run can have it
+    ready while the model works; the patch goes in only when `verify` is called. Nothing of the
+    working sandbox can reach it: its own folder (written from the snapshot, never from the
+    working copy), its own container. One use; `close()` (or the `with` block) removes both.
+    """
+
+    def __init__(
+        self,
+        *,
+        client: docker.DockerClient | None,
+        image: str,
+        workspace: Workspace,
+        limits: Limits,
+        work_dir: Path,
+        backend: Backend = "docker",
+        isolation: Isolation = HARDENED,
+        protect: Callable[[str], bool] | None = None,
+    ) -> None:
+        self._client = client
+        self._image = image
+        self._workspace = workspace
+        self._limits = limits
+        self._work_dir = work_dir
+        self._fresh = work_dir / "workspace"
+        self._backend = backend
+        self._isolation = isolation
+        self._protect = protect
+        self._box: SandboxBase | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._used = False
+
+    def __enter__(self) -> CleanCheck:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Begin preparing in the background; `verify` waits for it."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._prepare, name="clean-check", daemon=True)
+            self._thread.start()
+
+    def _prepare(self) -> None:
+        try:
+            self._work_dir.mkdir(parents=True)
+            self._fresh.mkdir()
+            self._workspace.export_snapshot(self._fresh)
+            box = make_box(
+                self._backend,
+                client=self._client,
+                image=self._image,
+                workspace=self._fresh,
+                control_dir=self._work_dir / "control",
+                limits=self._limits,
+                log_dir=self._work_dir / "logs",
+                labels={"worker.phase": "verify"},
+                isolation=self._isolation,
+            )
+            self._box = box  # before start: close() removes a half-started container too
+            box.start()
+        except BaseException as exc:  # noqa: BLE001 - raised again, in the caller's thread
+            self._error = exc
+
+    def _wait(self) -> None:
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+
+    def verify(self, patch: str, *, test_cmd: str, timeout_s: float | None = None) -> TestRun:
+        """Apply `patch` to the clean copy, then run the whole test command there."""
+        if self._used:
+            raise SandboxError("a clean check is used once")
+        self._used = True
+        self._wait()
+        if self._error is not None:
+            raise self._error
+        assert self._box is not None
+        apply_patch_to(self._fresh, patch)
+        owner = workspace_owner(self._backend)
+        if owner is not None and os.geteuid() == 0:
+            chown_tree(self._fresh, owner)
+            if self._protect is not None and not self._isolation.run_as_root:
+                protect_files(self._fresh, self._protect)
+        return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        """Remove the sandbox and the copy (waits for a start still under way)."""
+        if self._thread is not None:
+            self._wait()
+        box, self._box = self._box, None
+        try:
+            if box is not None:
+                box.close()
+        finally:
+            remove_dir(self._fresh)
 
 
 def verify_patch(
@@ -32,32 +137,18 @@ def verify_patch(
     protect: Callable[[str], bool] | None = None,
 ) -> TestRun:
     """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
-    work_dir.mkdir(parents=True)
-    fresh = work_dir / "workspace"
-    fresh.mkdir()
-    try:
-        workspace.export_snapshot(fresh)
-        apply_patch_to(fresh, patch)
-        owner = workspace_owner(backend)
-        if owner is not None and os.geteuid() == 0:
-            chown_tree(fresh, owner)
-            if protect is not None and not isolation.run_as_root:
-                protect_files(fresh, protect)
-        box = make_box(
-            backend,
-            client=client,
-            image=image,
-            workspace=fresh,
-            control_dir=work_dir / "control",
-            limits=limits,
-            log_dir=work_dir / "logs",
-            labels={"worker.phase": "verify"},
-            isolation=isolation,
-        )
-        with box:
-            return run_tests(box, test_cmd=test_cmd, timeout_s=timeout_s)
-    finally:
-        remove_dir(fresh)
+    check = CleanCheck(
+        client=client,
+        image=image,
+        workspace=workspace,
+        limits=limits,
+        work_dir=work_dir,
+        backend=backend,
+        isolation=isolation,
+        protect=protect,
+    )
+    with check:
+        return check.verify(patch, test_cmd=test_cmd, timeout_s=timeout_s)
 
 
 def apply_patch_to(tree: Path, patch: str, *, check_only: bool = False) -> None:

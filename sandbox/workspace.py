@@ -54,9 +54,11 @@ class Workspace:
     git_dir: Path
     skipped_links: tuple[str, ...] = field(default=())
 
-    def git(self, *args: str, input_bytes: bytes | None = None) -> bytes:
+    def git(
+        self, *args: str, input_bytes: bytes | None = None, env: dict[str, str] | None = None
+    ) -> bytes:
         """Run git on the copy with the shadow directory, ignoring every user and system config."""
-        env = {
+        full_env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "GIT_DIR": str(self.git_dir),
             "GIT_WORK_TREE": str(self.path),
@@ -64,6 +66,7 @@ class Workspace:
             "GIT_CONFIG_GLOBAL": os.devnull,
             "HOME": str(self.git_dir),
             "LC_ALL": "C",
+            **(env or {}),
         }
         proc = subprocess.run(
             [
@@ -79,7 +82,7 @@ class Workspace:
                 *args,
             ],
             cwd=self.path,
-            env=env,
+            env=full_env,
             input=input_bytes,
             capture_output=True,
             check=False,
@@ -129,6 +132,15 @@ class Workspace:
             )
             (left_out if escapes or not include(rel) else kept).append(rel)
         return kept, left_out
+
+    def content_hash(self) -> str:
+        """A hash of everything in the copy now: every file's bytes, executable bit and link
+        target, ignored files included (git's tree id, built in an index of its own so that the
+        diff's index is not touched). Two equal hashes mean two byte-identical trees."""
+        index = self.git_dir / "content-index"
+        env = {"GIT_INDEX_FILE": str(index)}
+        self.git("add", "--all", "--force", ".", env=env)
+        return self.git("write-tree", env=env).decode().strip()
 
     def export_snapshot(self, dest: Path) -> None:
         """Write the original snapshot (not the edits) into the empty directory `dest`."""

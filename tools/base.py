@@ -15,6 +15,7 @@ from policies.paths import Decision, PathPolicy
 from policies.truncation import Truncation
 from sandbox.base import Sandbox
 from sandbox.testrun import TestRun
+from sandbox.testrun_cache import TestRunCache
 from sandbox.workspace import NOISE_DIRS
 
 
@@ -28,6 +29,8 @@ class ToolContext:
     truncation: Truncation
     test_cmd: str
     test_timeout_s: float | None = None
+    # Where the tests run: with a cache, a run on the same tree and command is not repeated.
+    tests: TestRunCache | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

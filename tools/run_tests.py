@@ -29,18 +29,31 @@ DESCRIPTION = (
 )
 
 
+REUSED = (
+    "(Not run again: the files and the test command are the same as for the last test run, "
+    "so this is its result.)"
+)
+
+
 def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     """Run the tests; ok unless the run was cut short (time limit, out of memory)."""
     tests: list[str] = list(args.get("tests") or [])
+    reused = False
     try:
-        run = run_tests(
-            ctx.box, test_cmd=ctx.test_cmd, test_ids=tests, timeout_s=ctx.test_timeout_s
-        )
+        if ctx.tests is not None:
+            run = ctx.tests.run(test_cmd=ctx.test_cmd, test_ids=tests, timeout_s=ctx.test_timeout_s)
+            reused = ctx.tests.reused
+        else:
+            run = run_tests(
+                ctx.box, test_cmd=ctx.test_cmd, test_ids=tests, timeout_s=ctx.test_timeout_s
+            )
     except ValueError as exc:  # a test id that would be read as an option
         return failed(str(exc))
     result = run.result
-    data = {**run.to_dict(), "tests": tests}
+    data = {**run.to_dict(), "tests": tests, "reused": reused}
     text = run.render()
+    if reused:
+        text += f"\n{REUSED}"
     if result.timed_out:
         text += (
             "\nThe tests were killed at the time limit: look for an endless loop or a "

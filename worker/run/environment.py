@@ -9,7 +9,7 @@ from policies.limits import Limits
 from sandbox.prepare import Prepared
 from sandbox.session import SandboxSession
 from sandbox.testrun import TestRun, run_tests
-from sandbox.verify import verify_patch
+from sandbox.verify import CleanCheck
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
 from worker.llm.types import ToolCall, ToolSpec
@@ -36,6 +36,18 @@ class SandboxEnvironment:
         self._run_dir = run_dir
         self._verifications = count(1)
         self._edited: set[str] = set()
+        self._ready: CleanCheck | None = None
+
+    def __enter__(self) -> SandboxEnvironment:
+        """Start preparing the first clean check while the model works."""
+        self._ready = self._clean_check()
+        self._ready.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            ready.close()
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._registry.specs()
@@ -46,6 +58,10 @@ class SandboxEnvironment:
         return obs
 
     def run_tests(self) -> TestRun:
+        if self._context.tests is not None:
+            return self._context.tests.run(
+                test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
+            )
         return run_tests(
             self._session.box,
             test_cmd=self._context.test_cmd,
@@ -66,15 +82,21 @@ class SandboxEnvironment:
         return rel in self._edited and self._context.paths.is_writable(rel)
 
     def verify(self, patch: str) -> TestRun:
-        return verify_patch(
+        """The clean re-run: the first one was prepared in advance, later ones start cold (a
+        second verification is rare, and a spare container at exit costs its removal)."""
+        check, self._ready = self._ready or self._clean_check(), None
+        with check:
+            return check.verify(
+                patch, test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
+            )
+
+    def _clean_check(self) -> CleanCheck:
+        return CleanCheck(
             client=self._prepared.client,
             image=self._prepared.image,
             workspace=self._session.workspace,
-            patch=patch,
-            test_cmd=self._context.test_cmd,
             limits=self._limits,
             work_dir=self._run_dir / f"verify-{next(self._verifications)}",
-            timeout_s=self._context.test_timeout_s,
             backend=self._prepared.backend,
             isolation=self._prepared.isolation,
             protect=lambda rel: not self._context.paths.is_writable(rel),

@@ -8,28 +8,33 @@ writes the report; this module knows no flags and no exit codes.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from policies.config import WorkerConfig
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
-from sandbox.testrun import TestRun, detect_test_command, run_tests
+from sandbox.testrun import TestRun, detect_test_command
+from sandbox.testrun_cache import TestRunCache
 from sandbox.verdict import judge
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 from worker.errors import UsageError
 from worker.llm import pricing
-from worker.llm.client import OpenAIModel
 from worker.loop.agent import Agent, LoopResult, StepInfo
 from worker.loop.grounding import implicated_files
 from worker.loop.trace import Trace
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.environment import SandboxEnvironment
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
+
+if TYPE_CHECKING:
+    from worker.llm.client import OpenAIModel
 
 LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
 REMOTE_CONTEXT_CHARS = 60_000
@@ -79,14 +84,18 @@ class FixRun:
     progress: Progress
 
     def run(self) -> str:
+        # The model client (the openai SDK: most of our start-up time) loads while the sandbox
+        # starts and the baseline runs; a run with nothing to fix never needs it.
+        _import_in_background("worker.llm.client")
         with contextlib.ExitStack() as stack:
             prepared = self.prepare_sandbox()
-            model = stack.enter_context(self.open_model(stack))
             session = stack.enter_context(self.open_session(prepared))
-            baseline = self.run_baseline(prepared, session)
+            tests = TestRunCache(box=session.box, workspace=session.workspace)
+            baseline = self.run_baseline(prepared, session, tests)
             if baseline.passed:
                 return NOTHING_TO_FIX
-            result = self.run_loop(prepared, session, model, baseline)
+            model = stack.enter_context(self.open_model(stack))
+            result = self.run_loop(prepared, session, model, baseline, tests)
             self.deliver(result.patch)
             return result.reason
 
@@ -113,6 +122,8 @@ class FixRun:
     @contextlib.contextmanager
     def open_model(self, stack: contextlib.ExitStack) -> Iterator[OpenAIModel]:
         """The model client; for the bundled model, its server too (stopped with the stack)."""
+        from worker.llm.client import OpenAIModel  # loaded in the background by `run`
+
         endpoint, config = self.request.endpoint, self.request.config
         base_url = endpoint.base_url
         if endpoint.local:
@@ -159,13 +170,15 @@ class FixRun:
             exclude=req.out,  # --out may lie inside the repository: never copy our outputs
         )
 
-    def run_baseline(self, prepared: Prepared, session: SandboxSession) -> TestRun:
+    def run_baseline(
+        self, prepared: Prepared, session: SandboxSession, tests: TestRunCache
+    ) -> TestRun:
         """Set-up if pending, then the tests before any change: what is there to fix?"""
         config = self.request.config
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
         test_cmd = config.test_cmd or detect_test_command(session.workspace.path)
         started = time.monotonic()
-        baseline = run_tests(session.box, test_cmd=test_cmd, timeout_s=self.request.test_timeout_s)
+        baseline = tests.run(test_cmd=test_cmd, timeout_s=self.request.test_timeout_s)
         self.report.test_cmd = baseline.command  # what really ran, flags and all
         self.report.durations["tests_before"] = round(time.monotonic() - started, 3)
         self.report.tests_before = tests_dict(baseline)
@@ -175,7 +188,12 @@ class FixRun:
         return baseline
 
     def run_loop(
-        self, prepared: Prepared, session: SandboxSession, model: OpenAIModel, baseline: TestRun
+        self,
+        prepared: Prepared,
+        session: SandboxSession,
+        model: OpenAIModel,
+        baseline: TestRun,
+        tests: TestRunCache,
     ) -> LoopResult:
         """The agent over the real tools; whatever its ending, the report records it."""
         req, config = self.request, self.request.config
@@ -186,6 +204,7 @@ class FixRun:
             truncation=config.truncation,
             test_cmd=baseline.test_cmd,
             test_timeout_s=req.test_timeout_s,
+            tests=tests,
         )
         registry = ToolRegistry(tools=default_tools())
         env = SandboxEnvironment(
@@ -207,10 +226,11 @@ class FixRun:
             registry.call("read_file", {"path": rel}, context).text
             for rel in implicated_files(baseline, workspace=context.workspace, paths=config.paths)
         )
-        try:
-            return agent.run(req.goal, baseline, listing, sources)
-        finally:
-            self.record(agent, env, model, baseline)
+        with env:  # the clean check's sandbox starts now, while the model works
+            try:
+                return agent.run(req.goal, baseline, listing, sources)
+            finally:
+                self.record(agent, env, model, baseline)
 
     def record(
         self, agent: Agent, env: SandboxEnvironment, model: OpenAIModel, baseline: TestRun
@@ -246,6 +266,17 @@ class FixRun:
         elif req.branch:
             message = f"worker: {req.goal}"[:72]
             self.report.delivered = commit_on_branch(req.repo, req.branch, patch, message)
+
+
+def _import_in_background(module: str) -> None:
+    """Start importing `module` in a thread; an `import` of it later waits for that one (the
+    import system's own per-module lock) and raises its error again if it failed."""
+
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            importlib.import_module(module)
+
+    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
 
 
 def _check_baseline(baseline: TestRun) -> None:

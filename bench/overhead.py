@@ -1,0 +1,183 @@
+"""Harness overhead: one scripted `worker fix` against the Docker work it cannot avoid.
+
+The trajectory (a scripted model that answers at once, on a two-file repository): read_file,
+list_dir, search, run_tests of the failing test by id (a command of its own, so a real run),
+then apply_patch and run_tests in one reply; the harness runs the
+tests after the patch, finds them fixed and verifies on a clean copy. The physical limit, timed in
+the same run on the same image with the docker CLI: two bare `docker run -d` starts (the working
+sandbox and the verification one) and four bare `docker exec` pytest runs (baseline, the model's
+first run_tests, the run after the patch, the verification). The model's second run_tests sees
+the same tree and command as the run after the patch, so it is not in the limit.
+
+Container removal is printed on its own line: the limit leaves it out (it can happen after the
+answer is known). Run: python3 bench/overhead.py [--repeat N]; the ratio is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, this file's folder comes first on sys.path and its name hides the `sandbox`
+# package: drop that folder so the imports below find the package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+
+from sandbox.image import DEFAULT_IMAGE  # noqa: E402
+from worker.llm.scripted_server import ScriptedServer, tool_call  # noqa: E402
+
+FILES = {
+    "calc.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
+    "tests/test_calc.py": (
+        "from calc import mean\n\n\ndef test_mean():\n    assert mean([2, 4, 6]) == 4\n"
+    ),
+}
+PATCH = """\
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def mean(values):
+-    return sum(values) / (len(values) - 1)
++    return sum(values) / len(values)
+"""
+PYTEST = ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
+def script() -> list[dict[str, object]]:
+    return [
+        tool_call("read_file", {"path": "calc.py"}),
+        tool_call("list_dir", {}),
+        tool_call("search", {"pattern": "def mean"}),
+        tool_call("run_tests", {"tests": ["tests/test_calc.py::test_mean"]}),
+        {
+            "tool_calls": [
+                {"name": "apply_patch", "arguments": {"patch": PATCH}},
+                {"name": "run_tests", "arguments": {}},
+            ]
+        },
+    ]
+
+
+def make_repo(parent: Path) -> Path:
+    repo = parent / "calc"
+    for rel, text in FILES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    ident = ["-c", "user.name=b", "-c", "user.email=b@b"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), *ident, "commit", "-qm", "buggy"], check=True, env=env)
+    return repo
+
+
+def time_fix(repo: Path, out: Path, tree: Path = ROOT) -> tuple[float, dict[str, object]]:
+    """One `worker fix` (of the code in `tree`) as a user runs it: a fresh interpreter, start
+    to exit."""
+    with ScriptedServer(script=script()) as server:
+        env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "PYTHONPATH": str(tree)}
+        env.pop("OPENAI_BASE_URL", None)
+        args = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo), "--out", str(out)]
+        args += ["--model", "scripted", "--base-url", server.base_url, "--quiet"]
+        started = time.perf_counter()
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+        took = time.perf_counter() - started
+        server.assert_all_used()
+    if proc.returncode != 0:
+        raise SystemExit(f"worker fix failed ({proc.returncode}):\n{proc.stderr}")
+    report = json.loads((out / "report.json").read_text())
+    return took, report
+
+
+def docker(*args: str) -> str:
+    proc = subprocess.run(["docker", *args], capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def time_limit(repo: Path) -> tuple[float, float]:
+    """The unavoidable Docker work of the same run: (starts and test runs, removals)."""
+    work = 0.0
+    removal = 0.0
+    for runs in (3, 1):  # the working sandbox, then the verification one
+        copy = Path(tempfile.mkdtemp(prefix="bench-limit-"))
+        shutil.copytree(repo, copy / "w", ignore=shutil.ignore_patterns(".git"))
+        os.chmod(copy / "w", 0o777)
+        started = time.perf_counter()
+        cid = docker(
+            "run", "-d", "--network", "none", "-v", f"{copy / 'w'}:/workspace",
+            "-w", "/workspace", DEFAULT_IMAGE, "sleep", "infinity",
+        )  # fmt: skip
+        for _ in range(runs):
+            subprocess.run(["docker", "exec", cid, *PYTEST], capture_output=True, check=False)
+        work += time.perf_counter() - started
+        started = time.perf_counter()
+        docker("rm", "-f", cid)
+        removal += time.perf_counter() - started
+        shutil.rmtree(copy, ignore_errors=True)
+    return work, removal
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the samples here")
+    parser.add_argument(
+        "--compare", type=Path, help="another checkout (e.g. main), timed in the same rounds"
+    )
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
+    ours: list[float] = []
+    limit: list[float] = []
+    removal: list[float] = []
+    other: list[float] = []
+    phases: dict[str, list[float]] = {}
+    try:
+        repo = make_repo(tmp)
+        time_fix(repo, tmp / "warm-up")  # page cache, image layers: not what is measured
+        for i in range(args.repeat):
+            took, report = time_fix(repo, tmp / f"out{i}")
+            if report["status"] != "fixed":
+                raise SystemExit(f"the scripted run did not end fixed: {report['reason']}")
+            ours.append(took)
+            if args.compare:
+                other.append(time_fix(repo, tmp / f"cmp{i}", args.compare)[0])
+            durations = report.get("durations") or {}
+            assert isinstance(durations, dict)
+            for key, value in durations.items():
+                phases.setdefault(key, []).append(float(value))
+            work, removed = time_limit(repo)
+            limit.append(work)
+            removal.append(removed)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    mine, bare = statistics.median(ours), statistics.median(limit)
+    print(f"runs: {args.repeat} (after one warm-up), machine: {os.cpu_count()} cores")
+    print(f"worker fix, 5 replies, start to exit        median {mine:6.2f} s  "
+          f"(min {min(ours):.2f}, max {max(ours):.2f})")  # fmt: skip
+    for key, values in sorted(phases.items()):
+        print(f"  report durations.{key:<24} median {statistics.median(values):6.2f} s")
+    print(f"physical limit: 2 docker run + 4 pytest exec median {bare:6.2f} s  "
+          f"(min {min(limit):.2f}, max {max(limit):.2f})")  # fmt: skip
+    print(f"  bare removal of those 2 containers        median {statistics.median(removal):6.2f} s")
+    if other:
+        theirs = statistics.median(other)
+        print(f"{args.compare}: worker fix, same rounds  median {theirs:6.2f} s  "
+              f"ratio {theirs / bare:.2f}")  # fmt: skip
+    if args.json:
+        samples = {"ours": ours, "limit": limit, "removal": removal, "other": other}
+        args.json.write_text(json.dumps(samples))
+    print(f"ratio (worker fix / physical limit): {mine / bare:.2f} (target <= 1.3)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

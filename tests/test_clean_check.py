@@ -1,0 +1,75 @@
+"""The clean check started early: the original snapshot plus the patch, never the working copy."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from policies.limits import Limits
+from sandbox.errors import SandboxError
+from sandbox.verify import CleanCheck
+from tests.conftest import worker_containers
+
+pytestmark = pytest.mark.docker
+
+FILES = {
+    "calc.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
+    "tests/test_calc.py": (
+        "from calc import mean\n\n\ndef test_mean():\n    assert mean([2, 4]) == 3\n"
+    ),
+}
+FIX = """\
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def mean(values):
+-    return sum(values) / (len(values) - 1)
++    return sum(values) / len(values)
+"""
+
+
+def check_for(session, docker_client, sandbox_image, tmp_path, name: str) -> CleanCheck:
+    return CleanCheck(
+        client=docker_client,
+        image=sandbox_image,
+        workspace=session.workspace,
+        limits=Limits(memory_mb=512, command_timeout_s=60),
+        work_dir=tmp_path / name,
+    )
+
+
+def mine(docker_client) -> list[object]:
+    return [
+        c
+        for c in worker_containers(docker_client)
+        if c.labels.get("worker.pid") == str(os.getpid())
+        and c.labels.get("worker.phase") == "verify"
+    ]
+
+
+def test_started_early_it_sees_the_snapshot_and_the_patch_only(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    session = open_sandbox(make_repo(FILES))
+    with check_for(session, docker_client, sandbox_image, tmp_path, "a") as check:
+        # The working copy is "fixed" (and its test rewritten) after the check was started...
+        (session.workspace.path / "calc.py").write_text("def mean(values):\n    return 3\n")
+        # ...but without the patch the clean copy still fails: nothing of the working copy counts.
+        assert not check.verify("", test_cmd="python -m pytest").passed
+        with pytest.raises(SandboxError, match="used once"):
+            check.verify(FIX, test_cmd="python -m pytest")
+    with check_for(session, docker_client, sandbox_image, tmp_path, "b") as check:
+        assert check.verify(FIX, test_cmd="python -m pytest").passed
+    assert not mine(docker_client)
+
+
+def test_a_check_never_used_leaves_no_container(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    session = open_sandbox(make_repo(FILES))
+    check = check_for(session, docker_client, sandbox_image, tmp_path, "c")
+    check.start()
+    check.close()  # at once, the start may still be under way
+    assert not mine(docker_client)
+    assert not (tmp_path / "c" / "workspace").exists()
