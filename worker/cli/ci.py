@@ -39,9 +39,10 @@ def add_ci_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--junit",
         type=Path,
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
-        help="a JUnit XML file from the failed CI run (repeat for matrix jobs)",
+        help="JUnit XML files from the failed CI run (several for matrix jobs)",
     )
     p.add_argument(
         "--reruns",

@@ -57,7 +57,8 @@ def load_run(out: Path) -> tuple[dict[str, Any], str, str]:
             f"{report.get('reason')})"
         )
     try:
-        patch = Path(report["patch"]).read_text(encoding="utf-8")
+        # By name in `out`, not by the recorded path: the outputs travel as an artifact.
+        patch = (out / "fix.patch").read_text(encoding="utf-8")
         summary = (out / "summary.md").read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"the run's outputs are incomplete: {exc}") from None
