@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from policies.errors import ConfigError, PolicyRefusal
 from sandbox.errors import SandboxError, SandboxTimeSpent, SandboxUsageError
+from worker.ci.errors import FlakyOnly, Unverified
 from worker.errors import EnvironmentProblem, UsageError
 from worker.loop.agent import RunEnded
+from worker.publish.errors import NotPublished
 
 EXIT_FIXED = 0
 EXIT_NOT_FIXED = 1
 EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
+EXIT_FLAKY_ONLY = 4  # worker ci: every failure was flaky; no model call made
+EXIT_UNVERIFIED = 5  # worker ci: fixed by exit code only, without --allow-exit-code-only
 EXIT_INTERRUPTED = 130
 
 #: First match wins: a spent sandbox time is a budget (1) before it is a sandbox error (3).
 EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (KeyboardInterrupt, EXIT_INTERRUPTED),
     (RunEnded, EXIT_NOT_FIXED),
+    (NotPublished, EXIT_NOT_FIXED),
+    (FlakyOnly, EXIT_FLAKY_ONLY),
+    (Unverified, EXIT_UNVERIFIED),
     (SandboxTimeSpent, EXIT_NOT_FIXED),
     (UsageError, EXIT_USAGE),
     (ConfigError, EXIT_USAGE),

@@ -25,11 +25,19 @@ from worker.run.fix import Endpoint, FixRequest, FixRun
 from worker.run.report import RunReport
 
 LOCAL = "local"
-OUTPUTS = ("fix.patch", "report.json", "trace.jsonl", "traceback.txt", "llama-server.log")
+OUTPUTS = (
+    "fix.patch",
+    "report.json",
+    "trace.jsonl",
+    "traceback.txt",
+    "llama-server.log",
+    "summary.md",
+    "verification.junit.xml",
+)
 
 
-def add_fix_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of `worker fix`."""
+def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> None:
+    """The flags of `worker fix` (`worker ci` shares them, without --apply and --branch)."""
     p.add_argument("--repo", type=Path, required=True, help="repository to fix (never modified)")
     p.add_argument("--goal", default="make the failing tests pass", help="what to achieve")
     p.add_argument("--model", default=None, help="model name (or WORKER_MODEL; 'local' = bundled)")
@@ -42,9 +50,12 @@ def add_fix_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds for the run")
     p.add_argument("--test-timeout", type=float, default=None, help="seconds per test run")
     p.add_argument("--out", type=Path, default=None, help="where fix.patch, report.json go")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--apply", action="store_true", help="apply the verified patch to the tree")
-    where.add_argument("--branch", default=None, help="commit the verified patch on a new branch")
+    if deliver:
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--apply", action="store_true", help="apply the verified patch")
+        where.add_argument("--branch", default=None, help="commit the verified patch on a branch")
+    else:
+        p.set_defaults(apply=False, branch=None)
     p.add_argument("--image", default=None, help="sandbox image")
     p.add_argument("--policy", default=None, help="preset: default, strict or ci")
     p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
@@ -81,7 +92,7 @@ def run_fix(args: argparse.Namespace) -> int:
             reason = FixRun(request=request, report=report, trace=trace, progress=show).run()
         report.finish(EXIT_FIXED, reason)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
-        report.finish(exit_code_for(exc), _reason(exc))
+        report.finish(exit_code_for(exc), reason_of(exc))
         if not isinstance(exc, EXPECTED):
             # A bug of ours: one line for the user, the traceback kept for the bug report.
             keep = request.out / "traceback.txt"
@@ -160,9 +171,11 @@ def _clear_outputs(out: Path) -> None:
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
     remove_dir(out / "run")
+    remove_dir(out / "triage")
 
 
-def _reason(exc: BaseException) -> str:
+def reason_of(exc: BaseException) -> str:
+    """How a run ended, in one line, from the error that ended it."""
     if isinstance(exc, KeyboardInterrupt) and not str(exc):
         return "interrupted (SIGINT)"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

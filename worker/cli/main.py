@@ -23,11 +23,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="worker", description="Fix failing tests in a disposable sandbox.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    from worker.cli.ci import add_ci_arguments
     from worker.cli.fix import add_fix_arguments
     from worker.cli.model import add_model_arguments
+    from worker.cli.publish import add_publish_arguments
     from worker.cli.sandbox import add_sandbox_arguments
 
     add_fix_arguments(sub.add_parser("fix", help="run the agent until the tests pass"))
+    add_ci_arguments(sub.add_parser("ci", help="from a red CI build: triage flaky tests, fix"))
+    add_publish_arguments(
+        sub.add_parser("publish", help="a verified fix as a draft pull request (no LLM key)")
+    )
 
     add_sandbox_arguments(sub.add_parser("sandbox", help="build, use and clean up the sandbox"))
     add_model_arguments(sub.add_parser("model", help="the bundled local model"))
@@ -67,6 +73,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from worker.cli.fix import run_fix
 
         return run_fix(args)
+    if args.command == "ci":
+        from worker.cli.ci import run_ci
+
+        return run_ci(args)
+    if args.command == "publish":
+        from worker.cli.publish import run_publish
+
+        return run_publish(args)
     if args.command == "sandbox":
         from worker.cli import sandbox as sandbox_cli
 

@@ -17,6 +17,8 @@ STATUS_FOR_EXIT = {
     1: "not_fixed",
     2: "usage_error",
     3: "environment_error",
+    4: "flaky_only",
+    5: "unverified",
     130: "interrupted",
 }
 
@@ -58,6 +60,8 @@ class RunReport:
     patch: str | None = None
     delivered: str | None = None
     out_dir: str | None = None
+    #: `worker ci` only: what CI saw failing, the flaky triage, the commit (docs/ci.md).
+    ci: dict[str, Any] | None = None
 
     def finish(self, exit_code: int, reason: str) -> None:
         self.exit_code = exit_code

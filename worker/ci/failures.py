@@ -1,0 +1,63 @@
+"""What CI saw failing: the failing test ids of one or more JUnit XML files, merged."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.junit import parse_junit
+from worker.errors import UsageError
+
+
+@dataclass(frozen=True, kw_only=True)
+class CiFailures:
+    """Failing test ids in first-seen order, each once, with the files that named it."""
+
+    failing: tuple[str, ...]
+    seen_in: dict[str, tuple[str, ...]]
+    files: tuple[str, ...]
+
+
+def read_junit_files(paths: Sequence[Path]) -> CiFailures:
+    """Parse and merge JUnit files (matrix jobs give several); a missing, empty or non-JUnit
+    file is a UsageError naming it."""
+    seen: dict[str, list[str]] = {}
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"--junit {path}: cannot read it ({exc.strerror or exc})") from exc
+        if not data.strip():
+            raise UsageError(f"--junit {path}: the file is empty")
+        try:
+            summary = parse_junit(data)
+        except ValueError as exc:
+            raise UsageError(f"--junit {path}: {exc}") from exc
+        for test_id in summary.failing_ids():
+            seen.setdefault(test_id, []).append(str(path))
+    return CiFailures(
+        failing=tuple(seen),
+        seen_in={k: tuple(v) for k, v in seen.items()},
+        files=tuple(str(p) for p in paths),
+    )
+
+
+def exists_in(repo: Path, test_id: str) -> bool:
+    """Does the repository have this pytest id? Its file, and each name after the file as a
+    definition in it. A static check: a test made at run time (a subclass's inherited test, a
+    generated one) is not found and is reported as unknown rather than guessed at."""
+    parts = test_id.split("::")
+    file = (repo / parts[0]).resolve()
+    if not file.is_relative_to(repo.resolve()) or not file.is_file():
+        return False
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for name in parts[1:]:
+        base = name.split("[", 1)[0]
+        if not re.search(rf"^\s*(async\s+def|def|class)\s+{re.escape(base)}\b", text, re.M):
+            return False
+    return True

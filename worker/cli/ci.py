@@ -1,0 +1,126 @@
+"""`worker ci`: from a red build to a verified fix, flaky failures triaged before any model call.
+
+Its flags are `worker fix`'s (without --apply and --branch) plus --junit, --reruns,
+--allow-exit-code-only and --base-branch. Every ending writes report.json and summary.md, appends
+the summary to $GITHUB_STEP_SUMMARY and the step outputs to $GITHUB_OUTPUT when those are set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from worker.ci.actions import append_step_summary, ci_outputs, write_outputs
+from worker.ci.run import CiRun, VerifiedFixRun
+from worker.ci.summary import write_summary
+from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
+from worker.cli.fix import add_fix_arguments, make_request, reason_of
+from worker.cli.progress import ProgressPrinter
+from worker.errors import UsageError
+from worker.loop.trace import Trace
+from worker.run.report import RunReport
+
+DEFAULT_RERUNS = 2
+VERDICT_WORDS = {
+    0: "FIXED (verified)",
+    1: "NOT FIXED",
+    4: "FLAKY ONLY (no model call)",
+    5: "NOT VERIFIED (exit code only)",
+}
+
+
+def add_ci_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `worker ci`."""
+    add_fix_arguments(p, deliver=False)
+    p.add_argument(
+        "--junit",
+        type=Path,
+        action="extend",
+        nargs="+",
+        default=[],
+        help="JUnit XML files from the failed CI run (several for matrix jobs)",
+    )
+    p.add_argument(
+        "--reruns",
+        type=int,
+        default=DEFAULT_RERUNS,
+        help=f"re-runs of each failing test, each in a fresh sandbox (default {DEFAULT_RERUNS})",
+    )
+    p.add_argument(
+        "--allow-exit-code-only",
+        action="store_true",
+        help="accept a fix verified by the test command's exit code alone (no JUnit report)",
+    )
+    p.add_argument(
+        "--base-branch",
+        default=None,
+        help="the failing branch, recorded for worker publish (default: the checked-out one)",
+    )
+
+
+def run_ci(args: argparse.Namespace) -> int:
+    """Run `worker ci`; returns the exit code. Every ending is reported, then re-raised."""
+    started = time.monotonic()
+    if args.reruns < 0:
+        raise UsageError(f"--reruns must be 0 or more, not {args.reruns}")
+    request = make_request(args)
+    show = ProgressPrinter(quiet=True)  # CI logs: plain lines, one per event, never redrawn
+    report = RunReport(
+        repo=str(request.repo),
+        goal=request.goal,
+        model=request.endpoint.model,
+        endpoint=request.endpoint.base_url,
+        out_dir=str(request.out),
+        cost_usd=0.0 if request.price is not None else None,
+    )
+    try:
+        with Trace(path=request.out / "trace.jsonl") as trace:
+            fix = VerifiedFixRun(request=request, report=report, trace=trace, progress=show)
+            run = CiRun(
+                fix=fix,
+                junit=[p.expanduser().resolve() for p in args.junit],
+                reruns=args.reruns,
+                allow_exit_code_only=args.allow_exit_code_only,
+                base_branch=args.base_branch,
+            )
+            reason = run.run()
+        report.finish(EXIT_FIXED, reason)
+    except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
+        report.finish(exit_code_for(exc), reason_of(exc))
+        if not isinstance(exc, EXPECTED):
+            keep = request.out / "traceback.txt"
+            keep.write_text(traceback.format_exc(), encoding="utf-8")
+            report.reason = f"internal error: {report.reason} (traceback in {keep})"
+        _finish(report, request.out, show, started, args)
+        if report.exit_code in (1, 4, 5) and isinstance(exc, EXPECTED):
+            return report.exit_code  # an ordinary ending: said above
+        raise
+    return _finish(report, request.out, show, started, args)
+
+
+def _finish(
+    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
+) -> int:
+    report.durations["total"] = round(time.monotonic() - started, 3)
+    report.write(out / "report.json")
+    data = report.to_dict()
+    summary = write_summary(out, data)
+    append_step_summary(summary.read_text(encoding="utf-8"))
+    write_outputs(ci_outputs(data, out))
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        words = VERDICT_WORDS.get(report.exit_code, report.status.upper())
+        if report.exit_code == 0 and not report.patch:
+            words = "NOTHING TO FIX"
+        show.say(f"{words}: {report.reason}")
+        if report.patch:
+            show.say(f"patch: {report.patch}")
+        show.say(f"report: {out / 'report.json'}")
+        show.say(f"summary: {summary}")
+    sys.stdout.flush()
+    return report.exit_code
