@@ -152,3 +152,21 @@ def test_bad_junit_is_exit_2_naming_the_file(make_repo, tmp_path, content, words
     assert proc.stderr.strip().splitlines()[-1].startswith(f"worker: error: --junit {junit}: ")
     assert words in proc.stderr
     assert report(tmp_path / "out")["status"] == "usage_error"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_fix_verified_by_exit_code_only_is_not_verified_for_ci(make_repo, tmp_path, allow):
+    files = {**BUGGY, "check.py": "from calc import mean\nassert mean([2, 4, 6]) == 4\n"}
+    repo = make_repo(files)
+    extra = ["--test-cmd", "python3 check.py", "--reruns", "1"]
+    extra += ["--allow-exit-code-only"] if allow else []
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = ci(repo, tmp_path / "out", *extra, base_url=server.base_url)
+    r = report(tmp_path / "out")
+    assert r["verdict"]["rule"] == "exit_code_only"
+    if allow:
+        assert proc.returncode == 0 and r["status"] == "fixed", proc.stderr
+    else:
+        assert proc.returncode == 5 and r["status"] == "unverified", proc.stderr
+        assert "exit code only" in (tmp_path / "out" / "summary.md").read_text()
