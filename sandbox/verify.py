@@ -12,6 +12,7 @@ import docker
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.errors import SandboxError
+from sandbox.scratch import make_scratch_dir
 from sandbox.session import Backend, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
 from sandbox.workspace import Workspace, chown_tree, protect_files, remove_dir
@@ -31,9 +32,12 @@ def verify_patch(
     isolation: Isolation = HARDENED,
     protect: Callable[[str], bool] | None = None,
 ) -> TestRun:
-    """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
+    """Apply `patch` to a clean export of the snapshot and run the whole test command there.
+
+    The copy lives in a scratch folder (removed at exit); the logs go to `work_dir/logs`."""
     work_dir.mkdir(parents=True)
-    fresh = work_dir / "workspace"
+    scratch = make_scratch_dir()
+    fresh = scratch / "workspace"
     fresh.mkdir()
     try:
         workspace.export_snapshot(fresh)
@@ -48,7 +52,7 @@ def verify_patch(
             client=client,
             image=image,
             workspace=fresh,
-            control_dir=work_dir / "control",
+            control_dir=scratch / "control",
             limits=limits,
             log_dir=work_dir / "logs",
             labels={"worker.phase": "verify"},
@@ -57,7 +61,7 @@ def verify_patch(
         with box:
             return run_tests(box, test_cmd=test_cmd, timeout_s=timeout_s)
     finally:
-        remove_dir(fresh)
+        remove_dir(scratch)
 
 
 def apply_patch_to(tree: Path, patch: str, *, check_only: bool = False) -> None:
