@@ -308,17 +308,26 @@ TINY_IMAGE = "worker-faults-tiny:latest"
 class PrivateDaemon:
     """A second dockerd of our own (never the shared one), to stop and start at will."""
 
+    BRIDGE = "wfaults0"  # its own bridge: `--bridge=none` would delete the shared docker0
+
     def __init__(self, *, root: Path) -> None:
         self.root = root
         self.host = f"unix://{root}/docker.sock"
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        if subprocess.run(["ip", "link", "show", self.BRIDGE], capture_output=True).returncode:
+            for args in (
+                ["link", "add", self.BRIDGE, "type", "bridge"],
+                ["addr", "add", "10.213.17.1/24", "dev", self.BRIDGE],
+                ["link", "set", self.BRIDGE, "up"],
+            ):
+                subprocess.run(["ip", *args], check=True, capture_output=True)
         log = (self.root / "dockerd.log").open("ab")
         self._proc = subprocess.Popen(
             ["dockerd", "--host", self.host, "--data-root", f"{self.root}/data",
              "--exec-root", f"{self.root}/exec", "--pidfile", f"{self.root}/dockerd.pid",
-             "--bridge=none", "--iptables=false", "--ip-masq=false"],
+             f"--bridge={self.BRIDGE}", "--iptables=false", "--ip-masq=false"],
             stdout=log, stderr=log,
         )  # fmt: skip
         log.close()
@@ -375,6 +384,7 @@ def private_daemon(tiny_rootfs):
         yield daemon
     finally:
         daemon.stop()
+        subprocess.run(["ip", "link", "delete", PrivateDaemon.BRIDGE], capture_output=True)
         subprocess.run(["umount", "-l", f"{root}/data"], capture_output=True)  # its own bind
         shutil.rmtree(root, ignore_errors=True)
 
@@ -382,6 +392,7 @@ def private_daemon(tiny_rootfs):
 def test_daemon_killed_mid_run_is_exit_3_then_the_next_run_works(
     make_repo, private_daemon, tmp_path
 ):
+    shared_bridge = Path("/sys/class/net/docker0").exists()
     repo = make_repo({"a.txt": "a\n"})
     tmp = tmp_path / "tmp"
     env = worker_env(tmp, DOCKER_HOST=private_daemon.host)
@@ -424,6 +435,9 @@ def test_daemon_killed_mid_run_is_exit_3_then_the_next_run_works(
     assert "removed 1 container(s)" in again.stderr
     assert private_daemon.containers() == []
     assert not list(tmp.iterdir())
+    # The shared daemon's default bridge is still there (a daemon started with --bridge=none
+    # deletes docker0, which breaks every set-up phase that needs the network).
+    assert Path("/sys/class/net/docker0").exists() == shared_bridge
 
 
 # -- a full disk where --out lives ------------------------------------------------------------
