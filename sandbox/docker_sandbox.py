@@ -20,11 +20,13 @@ from typing import Any
 
 import docker
 import docker.errors
+import requests.exceptions
+import urllib3.exceptions
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.base import BASE_ENV, SandboxBase
-from sandbox.errors import SandboxError
+from sandbox.errors import DaemonGone, SandboxError, SandboxGone
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
 from sandbox.workspace import SANDBOX_UID
@@ -33,6 +35,25 @@ LABEL = "worker.sandbox"
 CONTROL_MOUNT = "/run/worker"
 WORKSPACE_MOUNT = "/workspace"
 HOST_CA_BUNDLE = "/etc/ssl/certs"
+#: What the Docker client raises when the daemon or the container goes away under it: an API
+#: error (404, 409), a broken or refused connection, a stream cut short.
+#: (Not every OSError: a full disk under the command's log is ours to report as such.)
+DAEMON_ERRORS: tuple[type[BaseException], ...] = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+    urllib3.exceptions.HTTPError,
+    ConnectionError,
+    TimeoutError,
+)
+LOSS_SETTLE_S = 1.5
+GONE = (
+    "the sandbox container disappeared from outside while a command ran (removed or killed, "
+    "by another tool or `docker rm -f`); its result is lost"
+)
+DAEMON_STOPPED = (
+    "the Docker daemon stopped answering while a command ran (stopped, killed or restarting); "
+    "run again once it is back: leftovers are removed then"
+)
 
 
 class DockerSandbox(SandboxBase):
@@ -66,6 +87,7 @@ class DockerSandbox(SandboxBase):
         self._user = _user_for(isolation)
         self._labels = {LABEL: "1", "worker.pid": str(os.getpid()), **(labels or {})}
         self._container: Any = None
+        self._lost: SandboxError | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -128,7 +150,18 @@ class DockerSandbox(SandboxBase):
             except docker.errors.NotFound:
                 pass
             except docker.errors.APIError as exc:
-                raise SandboxError(f"could not remove container {container.name}: {exc}") from exc
+                if not _removal_in_progress(exc):
+                    raise SandboxError(
+                        f"could not remove container {container.name}: {exc.explanation or exc}"
+                    ) from exc
+                self._wait_removed(container.id)  # someone else removes it: done once it is gone
+            except DAEMON_ERRORS as exc:
+                if self._lost is not None:
+                    return  # already said; the next worker start removes the container
+                raise DaemonGone(
+                    f"could not remove container {container.name}: the Docker daemon stopped "
+                    "answering (the next worker start removes it)"
+                ) from exc
 
     @property
     def container_id(self) -> str:
@@ -195,12 +228,19 @@ class DockerSandbox(SandboxBase):
                         trailer += err
             finally:
                 backstop.cancel()
-        except docker.errors.APIError as exc:
-            raise SandboxError(f"running a command failed: {exc.explanation or exc}") from exc
+        except DAEMON_ERRORS as exc:
+            raise self._loss() or SandboxError(f"running a command failed: {_say(exc)}") from exc
         result = _parse_trailer(bytes(trailer))
         runner_died = result.get("exit_code") is None  # killed by the OOM killer, or the backstop
         if runner_died:
-            exit_code = int(api.exec_inspect(exec_id).get("ExitCode") or 137)
+            # ...or the container itself went: then there is no result to report, only that.
+            lost = self._loss()
+            if lost is not None:
+                raise lost
+            try:
+                exit_code = int(api.exec_inspect(exec_id).get("ExitCode") or 137)
+            except DAEMON_ERRORS as exc:
+                raise self._loss() or SandboxError(f"a command was lost: {_say(exc)}") from exc
         else:
             exit_code = int(result["exit_code"])
         captured = result.get("capture")
@@ -228,8 +268,33 @@ class DockerSandbox(SandboxBase):
                     user=self._user,
                 )["Id"]
             )
-        except (docker.errors.APIError, SandboxError):
+        except DAEMON_ERRORS:
             pass
+        except SandboxError:
+            pass
+
+    def _loss(self, *, settle_s: float = LOSS_SETTLE_S) -> SandboxError | None:
+        """None while the container runs; else the one error that says what happened to it.
+
+        A container being removed or killed still reads as running for a moment after the
+        command's stream ended, so a running one is asked again for up to `settle_s`: only a
+        runner killed inside a live container (OOM, the backstop) pays that wait."""
+        deadline = time.monotonic() + settle_s
+        while self._lost is None:
+            self._lost = _container_loss(self._client, self._container.id)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        return self._lost
+
+    def _wait_removed(self, container_id: str, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                self._client.api.inspect_container(container_id)
+            except DAEMON_ERRORS:
+                return
+            time.sleep(0.1)
 
     def _oom_flagged(self) -> bool:
         try:
@@ -237,6 +302,34 @@ class DockerSandbox(SandboxBase):
             return bool(self._container.attrs["State"].get("OOMKilled"))
         except docker.errors.APIError:
             return False
+
+
+def _container_loss(client: docker.DockerClient, container_id: str) -> SandboxError | None:
+    """Ask the daemon about the container: running (None), gone or stopped from outside
+    (SandboxGone), or no answer at all (DaemonGone)."""
+    try:
+        state = client.api.inspect_container(container_id).get("State") or {}
+    except docker.errors.NotFound:
+        return SandboxGone(GONE)
+    except docker.errors.APIError as exc:
+        if _removal_in_progress(exc):
+            return SandboxGone(GONE)
+        return SandboxError(f"cannot inspect the sandbox container: {_say(exc)}")
+    except DAEMON_ERRORS:
+        return DaemonGone(DAEMON_STOPPED)
+    if state.get("Running") and not state.get("Paused"):
+        return None
+    return SandboxGone(GONE)
+
+
+def _removal_in_progress(exc: docker.errors.APIError) -> bool:
+    return exc.status_code == 409 and "in progress" in str(exc.explanation or exc)
+
+
+def _say(exc: BaseException) -> str:
+    if isinstance(exc, docker.errors.APIError) and exc.explanation:
+        return str(exc.explanation)
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _user_for(isolation: Isolation) -> str:

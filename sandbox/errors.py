@@ -11,6 +11,14 @@ class DockerUnavailable(SandboxError):
     """The Docker daemon cannot be reached."""
 
 
+class DaemonGone(DockerUnavailable):
+    """The Docker daemon stopped answering in the middle of a run (stopped, killed, restarting)."""
+
+
+class SandboxGone(SandboxError):
+    """The sandbox container was removed or stopped from outside while the worker used it."""
+
+
 class ImageError(SandboxError):
     """The sandbox image is missing and could not be built."""
 

@@ -14,6 +14,7 @@ from sandbox.client import connect
 from sandbox.errors import SandboxError
 from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
+from sandbox.prune import sweep_leftovers
 from sandbox.session import Backend, SandboxSession
 from sandbox.setup_cache import prepare_setup_image
 
@@ -44,6 +45,7 @@ def prepare(
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up."""
     if backend == "local":
         progress(LOCAL_SANDBOX_WARNING)
+        sweep_leftovers(None, progress=progress)
         return Prepared(
             backend=backend, isolation=isolation, client=None, image="", pending_setup=setup
         )
@@ -51,6 +53,7 @@ def prepare(
         weakened = ", ".join(isolation.weakened())
         progress(f"warning: sandbox hardening turned off by configuration: {weakened}")
     client = connect()
+    sweep_leftovers(client, progress=progress)  # of workers killed before they could clean up
     name = image or DEFAULT_IMAGE
     if name == DEFAULT_IMAGE:
         ensure_image(client, progress=progress)

@@ -1,8 +1,9 @@
-"""Remove sandbox containers left behind by a worker that crashed."""
+"""Remove what a worker that died left behind: its sandbox containers and scratch folders."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import docker
@@ -10,6 +11,37 @@ import docker.errors
 import psutil
 
 from sandbox.docker_sandbox import LABEL
+from sandbox.scratch import sweep_scratch
+
+
+@dataclass(frozen=True, kw_only=True)
+class Swept:
+    """What one sweep removed."""
+
+    containers: list[str]
+    folders: list[str]
+
+    def describe(self) -> str | None:
+        """One line for the user, or None when there was nothing to remove."""
+        if not self.containers and not self.folders:
+            return None
+        return (
+            f"removed {len(self.containers)} container(s) and {len(self.folders)} scratch "
+            "folder(s) left by a worker that ended without cleaning up"
+        )
+
+
+def sweep_leftovers(
+    client: docker.DockerClient | None, *, progress: Callable[[str], None] = lambda _m: None
+) -> Swept:
+    """At a worker's start: the containers and scratch folders of dead workers go, never those
+    of a live one. Cheap: one labelled list call, one listing of the temp folder."""
+    containers = prune(client) if client is not None else []
+    swept = Swept(containers=containers, folders=[str(p) for p in sweep_scratch()])
+    line = swept.describe()
+    if line:
+        progress(line)
+    return swept
 
 
 def prune(client: docker.DockerClient, *, everything: bool = False) -> list[str]:
@@ -18,28 +50,32 @@ def prune(client: docker.DockerClient, *, everything: bool = False) -> list[str]
     Returns the names of the containers removed.
     """
     removed = []
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
-        owner = container.labels.get("worker.pid", "")
-        if not everything and owner.isdigit() and _alive(int(owner), container):
+    # The low-level call: one request, where containers.list() inspects each container again.
+    for found in client.api.containers(all=True, filters={"label": LABEL}):
+        owner = (found.get("Labels") or {}).get("worker.pid", "")
+        if not everything and owner.isdigit() and _alive(int(owner), found):
             continue
         try:
-            container.remove(force=True, v=True)
-            removed.append(container.name)
+            client.api.remove_container(found["Id"], force=True, v=True)
         except docker.errors.NotFound:
-            pass
+            continue
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:  # another worker's sweep is removing it now
+                continue
+            raise
+        names = found.get("Names") or [found["Id"][:12]]
+        removed.append(str(names[0]).lstrip("/"))
     return removed
 
 
-def _alive(pid: int, container: Any) -> bool:
-    """True when `pid` runs and started before the container did (so it is the same process)."""
+def _alive(pid: int, found: dict[str, Any]) -> bool:
+    """True when `pid` runs and started before the container was made (so it is the same
+    process, not a later one given the same pid)."""
     try:
         started = psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
-    created = str(container.attrs.get("Created", ""))
-    try:  # Docker writes nanoseconds; Python reads at most microseconds
-        head, _, frac = created.rstrip("Z").partition(".")
-        when = datetime.fromisoformat(f"{head}.{(frac + '000000')[:6]}+00:00").timestamp()
-    except ValueError:
+    created = found.get("Created")
+    if not isinstance(created, (int, float)):
         return True  # cannot tell: leave it to `prune --all`
-    return started <= when + 1.0
+    return started <= created + 1.0

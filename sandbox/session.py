@@ -15,6 +15,7 @@ from policies.limits import Limits
 from sandbox.base import Sandbox, SandboxBase
 from sandbox.docker_sandbox import DockerSandbox
 from sandbox.local_sandbox import LocalSandbox
+from sandbox.scratch import make_scratch_dir
 from sandbox.workspace import SANDBOX_UID, Workspace, protect_files, remove_dir, snapshot
 
 Backend = Literal["docker", "local"]
@@ -85,13 +86,13 @@ def open_session(
     protect: Callable[[str], bool] | None = None,
     exclude: Path | None = None,
 ) -> Iterator[SandboxSession]:
-    """Snapshot `repo` into `run_dir` and start a sandbox on the copy; remove both at exit.
+    """Snapshot `repo` into a scratch folder and start a sandbox on the copy; remove both at
+    exit (or, if this process is killed, at the next worker start).
 
     Command logs stay in `run_dir/logs` when `keep_logs`; the copy itself is always removed.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    work = run_dir / "sandbox"
-    work.mkdir()
+    work = make_scratch_dir()
     try:
         workspace = snapshot(
             repo, work, owner_uid=workspace_owner(backend), exclude=exclude or run_dir

@@ -14,6 +14,7 @@ from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.base import SandboxBase
 from sandbox.errors import SandboxError
+from sandbox.scratch import make_scratch_dir
 from sandbox.session import Backend, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
 from sandbox.workspace import Workspace, chown_tree, protect_files, remove_dir
@@ -24,8 +25,9 @@ class CleanCheck:
 
     `start()` exports the snapshot and starts the sandbox in a thread, so that a run can have it
     ready while the model works; the patch goes in only when `verify` is called. Nothing of the
-    working sandbox can reach it: its own folder (written from the snapshot, never from the
-    working copy), its own container. One use; `close()` (or the `with` block) removes both.
+    working sandbox can reach it: its own scratch folder (written from the snapshot, never from
+    the working copy), its own container; its logs go to `work_dir/logs`. One use; `close()` (or
+    the `with` block) removes the container and the scratch folder.
     """
 
     def __init__(
@@ -45,7 +47,8 @@ class CleanCheck:
         self._workspace = workspace
         self._limits = limits
         self._work_dir = work_dir
-        self._fresh = work_dir / "workspace"
+        self._scratch: Path | None = None
+        self._fresh = Path()  # set in _prepare, inside the scratch folder
         self._backend = backend
         self._isolation = isolation
         self._protect = protect
@@ -70,6 +73,8 @@ class CleanCheck:
     def _prepare(self) -> None:
         try:
             self._work_dir.mkdir(parents=True)
+            self._scratch = make_scratch_dir()
+            self._fresh = self._scratch / "workspace"
             self._fresh.mkdir()
             self._workspace.export_snapshot(self._fresh)
             box = make_box(
@@ -77,7 +82,7 @@ class CleanCheck:
                 client=self._client,
                 image=self._image,
                 workspace=self._fresh,
-                control_dir=self._work_dir / "control",
+                control_dir=self._scratch / "control",
                 limits=self._limits,
                 log_dir=self._work_dir / "logs",
                 labels={"worker.phase": "verify"},
@@ -119,7 +124,8 @@ class CleanCheck:
             if box is not None:
                 box.close()
         finally:
-            remove_dir(self._fresh)
+            if self._scratch is not None:
+                remove_dir(self._scratch)
 
 
 def verify_patch(

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.errors import SandboxError, SandboxUsageError
+from sandbox.scratch import make_scratch_dir
 from sandbox.user_git import last_error_line, user_git
 
 #: Tooling output, not the project: never copied from a tree without git, never listed or
@@ -193,8 +193,9 @@ def snapshot(
 
 
 def make_run_dir(prefix: str = "worker-run-") -> Path:
-    """A private directory for one run's copies and logs."""
-    return Path(tempfile.mkdtemp(prefix=prefix))
+    """A private scratch directory for one run, marked as this process's (sandbox/scratch.py):
+    the caller removes it; if this process dies first, the next worker start does."""
+    return make_scratch_dir(prefix)
 
 
 def _list_files(repo: Path) -> list[str]:

@@ -56,13 +56,14 @@ def test_run_tests_prints_failures_and_exits_1(make_repo, sandbox_image):
     assert "assert -1 == 5" in proc.stdout
 
 
-def test_run_tests_json_and_exit_0_when_passing(make_repo, sandbox_image):
+def test_run_tests_json_and_exit_0_when_passing(make_repo, sandbox_image, tmp_path):
     repo = make_repo({**FAILING, "calc.py": "def add(a, b):\n    return a + b\n"})
-    proc = worker("sandbox", "run-tests", "--repo", str(repo), "--json")
+    out = tmp_path / "out"
+    proc = worker("sandbox", "run-tests", "--repo", str(repo), "--json", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["passed"] is True and summary["counts"]["passed"] == 2
-    assert Path(summary["log"]).is_file()
+    assert Path(summary["log"]).is_file() and Path(summary["log"]).is_relative_to(out)
 
 
 def test_run_tests_with_a_custom_command_without_junit(make_repo, sandbox_image):
@@ -150,7 +151,7 @@ def test_prune_removes_leftovers_of_dead_workers_only(docker_client, sandbox_ima
 
 
 def test_setup_is_cached_and_its_result_is_in_the_next_sandbox(
-    make_repo, docker_client, sandbox_image, open_sandbox
+    make_repo, docker_client, sandbox_image, open_sandbox, tmp_path
 ):
     from policies.limits import Limits
 
@@ -176,10 +177,9 @@ def test_setup_is_cached_and_its_result_is_in_the_next_sandbox(
     # The agent's sandbox, started from the cached image: the set-up result is there, the
     # network is not.
     from sandbox.session import open_session
-    from sandbox.workspace import make_run_dir
 
     with open_session(
-        repo, client=docker_client, image=image, run_dir=make_run_dir(), limits=limits
+        repo, client=docker_client, image=image, run_dir=tmp_path / "run", limits=limits
     ) as session:
         r = session.box.run("cat /opt/venv/lib/marker/ok; ls /sys/class/net")
         assert r.output.split() == ["installed", "lo"]

@@ -16,6 +16,10 @@ class EnvironmentProblem(WorkerError, RuntimeError):
     """Something outside the user's call is missing or broken (the model endpoint, say)."""
 
 
+class OutOfSpace(EnvironmentProblem):
+    """A disk the worker writes to (the --out folder, the temp folder) is full."""
+
+
 class ModelUnavailable(EnvironmentProblem):
     """The model endpoint is unreachable or keeps refusing after retries."""
 

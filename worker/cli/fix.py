@@ -16,6 +16,7 @@ from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
 from sandbox.workspace import remove_dir
 from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
+from worker.cli.out_of_space import known_error
 from worker.cli.progress import ProgressPrinter
 from worker.errors import UsageError
 from worker.llm import pricing
@@ -92,17 +93,20 @@ def run_fix(args: argparse.Namespace) -> int:
             reason = FixRun(request=request, report=report, trace=trace, progress=show).run()
         report.finish(EXIT_FIXED, reason)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
-        report.finish(exit_code_for(exc), reason_of(exc))
-        if not isinstance(exc, EXPECTED):
+        known = known_error(exc, out=request.out)
+        report.finish(exit_code_for(known), reason_of(known))
+        if not isinstance(known, EXPECTED):
             # A bug of ours: one line for the user, the traceback kept for the bug report.
             keep = request.out / "traceback.txt"
             keep.write_text(traceback.format_exc(), encoding="utf-8")
             report.reason = f"internal error: {report.reason} (traceback in {keep})"
-        _finish(report, request.out, show, started, args)
-        if report.status == "not_fixed" and isinstance(exc, EXPECTED):
+        _finish_or_say(report, request.out, show, started, args)
+        if report.status == "not_fixed" and isinstance(known, EXPECTED):
             return report.exit_code  # an ordinary ending (budget, stuck...): said above
+        if known is not exc:
+            raise known from exc
         raise
-    return _finish(report, request.out, show, started, args)
+    return _finish_or_say(report, request.out, show, started, args)
 
 
 def make_request(args: argparse.Namespace) -> FixRequest:
@@ -179,6 +183,19 @@ def reason_of(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt) and not str(exc):
         return "interrupted (SIGINT)"
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _finish_or_say(
+    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
+) -> int:
+    """_finish; where the disk under --out is full, an error that says so (no report then)."""
+    try:
+        return _finish(report, out, show, started, args)
+    except OSError as exc:
+        known = known_error(exc, out=out)
+        if known is exc:
+            raise
+        raise known from exc
 
 
 def _finish(

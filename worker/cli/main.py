@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from worker.cli.exit_codes import EXPECTED, exit_code_for
+from worker.cli.out_of_space import known_error
 from worker.errors import Interrupted, UsageError
 
 
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+    args = None
     try:
         args = build_parser().parse_args(argv)
         return _dispatch(args)
@@ -54,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"worker: error: {exc}")
         return exit_code_for(exc)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, not a traceback
+        known = known_error(exc, out=getattr(args, "out", None))
+        if known is not exc:
+            _say(f"worker: error: {known}")
+            return exit_code_for(known)
         _say(f"worker: internal error: {type(exc).__name__}: {exc}")
         return exit_code_for(exc)
     finally:

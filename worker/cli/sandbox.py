@@ -15,7 +15,7 @@ from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
 from sandbox.testrun import detect_test_command
 from sandbox.testrun import run_tests as run_test_cmd
-from sandbox.workspace import make_run_dir
+from sandbox.workspace import make_run_dir, remove_dir
 from worker.errors import UsageError
 
 
@@ -53,6 +53,9 @@ def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
     run.add_argument("--timeout", type=float, default=None, help="seconds for the test command")
     run.add_argument("--policy", default=None, help="preset: default, strict or ci")
     run.add_argument("--json", action="store_true", help="print the summary as JSON")
+    run.add_argument(
+        "--out", type=Path, default=None, help="keep the full logs here (default: not kept)"
+    )
     add_backend_argument(run)
     prune = sbox.add_parser("prune", help="remove containers left by a crashed worker")
     prune.add_argument("--all", action="store_true", help="also those of running workers")
@@ -73,23 +76,37 @@ def run_tests(args: argparse.Namespace) -> int:
         limits=config.limits,
         progress=_progress,
     )
-    with open_session(
-        repo,
-        client=prepared.client,
-        image=prepared.image,
-        run_dir=make_run_dir(),
-        limits=config.limits,
-        output_bytes=config.truncation.max_bytes,
-        backend=prepared.backend,
-        isolation=prepared.isolation,
-        protect=lambda rel: not config.paths.is_writable(rel),
-    ) as session:
-        run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
-        test_cmd = args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
-        test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
+    # The logs are kept only where the user asked; otherwise they go with the scratch folder.
+    keep = args.out is not None
+    run_dir = args.out.expanduser().resolve() if keep else make_run_dir()
+    try:
+        with open_session(
+            repo,
+            client=prepared.client,
+            image=prepared.image,
+            run_dir=run_dir,
+            limits=config.limits,
+            output_bytes=config.truncation.max_bytes,
+            backend=prepared.backend,
+            isolation=prepared.isolation,
+            protect=lambda rel: not config.paths.is_writable(rel),
+            exclude=run_dir,
+        ) as session:
+            run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
+            test_cmd = (
+                args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
+            )
+            test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
+    finally:
+        if not keep:
+            remove_dir(run_dir)
+    summary = test_run.to_dict()
+    if not keep:
+        summary["log"] = None
     if args.json:
-        print(json.dumps(test_run.to_dict(), indent=2))
+        print(json.dumps(summary, indent=2))
     else:
         print(test_run.render())
-        print(f"full log: {test_run.result.log_path}")
+        kept = summary["log"] or "not kept (pass --out DIR to keep it)"
+        print(f"full log: {kept}")
     return 0 if test_run.passed else 1
