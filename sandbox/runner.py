@@ -21,6 +21,7 @@ import time
 
 SIGKILL = 9
 CAPTURE_MAX = 4 * 1024 * 1024
+FULL_BYTES = 1024 * 1024  # free space below this after a command: the workspace is full
 
 
 def oom_kills():
@@ -118,6 +119,11 @@ def main():
         _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     kill_everything(pid)
+    if free_at_start is not None and not disk_exceeded:
+        # On a capped copy (a filesystem of its own) the cap is the disk's end: a command that
+        # reached it got "no space left" rather than a kill; say so all the same.
+        free_end = free_bytes()
+        disk_exceeded = free_end is not None and free_end < FULL_BYTES <= free_at_start
     oom_after = oom_kills()
     captured = "null"
     if capture:

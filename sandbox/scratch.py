@@ -8,6 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from sandbox.capped_dir import unmount_under
 from sandbox.owner import Owner
 
 PREFIXES = ("worker-run-", "worker-setup-")
@@ -42,6 +43,7 @@ def sweep_scratch(parent: Path | None = None) -> list[Path]:
         owner = Owner.read(entry / OWNER_FILE)
         if owner is None or owner.alive():
             continue
+        unmount_under(entry)  # a capped copy of a killed worker is still mounted
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed

@@ -95,7 +95,11 @@ def open_session(
     work = make_scratch_dir()
     try:
         workspace = snapshot(
-            repo, work, owner_uid=workspace_owner(backend), exclude=exclude or run_dir
+            repo,
+            work,
+            owner_uid=workspace_owner(backend),
+            exclude=exclude or run_dir,
+            cap_mb=limits.workspace_mb if backend == "docker" else None,
         )
         if protect is not None and backend == "docker" and not isolation.run_as_root:
             protect_files(workspace.path, protect)

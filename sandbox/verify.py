@@ -13,6 +13,7 @@ import docker
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.base import SandboxBase
+from sandbox.capped_dir import image_size, mount_capped
 from sandbox.errors import SandboxError
 from sandbox.scratch import make_scratch_dir
 from sandbox.session import Backend, make_box, workspace_owner
@@ -76,6 +77,12 @@ class CleanCheck:
             self._scratch = make_scratch_dir()
             self._fresh = self._scratch / "workspace"
             self._fresh.mkdir()
+            if self._workspace.capped:  # the clean copy is capped as the working one is
+                ws = self._workspace
+                size = image_size(
+                    tree_bytes=ws.tree_bytes, files=ws.files, cap_mb=self._limits.workspace_mb
+                )
+                mount_capped(self._fresh, size_bytes=size, files=ws.files)
             self._workspace.export_snapshot(self._fresh)
             box = make_box(
                 self._backend,

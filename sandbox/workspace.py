@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.capped_dir import image_size, mount_capped, unmount_under
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.scratch import make_scratch_dir
 from sandbox.user_git import last_error_line, user_git
@@ -53,6 +54,9 @@ class Workspace:
     path: Path
     git_dir: Path
     skipped_links: tuple[str, ...] = field(default=())
+    tree_bytes: int = 0  # the copy's size, to size a capped clean copy the same way
+    files: int = 0
+    capped: bool = False  # `path` is a filesystem of its own, of the copy's size plus the cap
 
     def git(
         self, *args: str, input_bytes: bytes | None = None, env: dict[str, str] | None = None
@@ -149,11 +153,18 @@ class Workspace:
 
 
 def snapshot(
-    repo: Path, dest: Path, *, owner_uid: int | None = SANDBOX_UID, exclude: Path | None = None
+    repo: Path,
+    dest: Path,
+    *,
+    owner_uid: int | None = SANDBOX_UID,
+    exclude: Path | None = None,
+    cap_mb: int | None = None,
 ) -> Workspace:
     """Copy the working tree of `repo` into `dest/workspace` and record it as the snapshot.
 
-    Nothing under `dest` or `exclude` is copied (a run's own folder may sit inside the tree)."""
+    Nothing under `dest` or `exclude` is copied (a run's own folder may sit inside the tree).
+    With `cap_mb`, the copy is a filesystem of its own holding the tree and `cap_mb` more, where
+    this process can mount one (sandbox/capped_dir.py); `Workspace.capped` says whether it is."""
     repo = repo.resolve()
     if not repo.is_dir():
         raise SandboxUsageError(f"repository not found: {repo}")
@@ -163,8 +174,13 @@ def snapshot(
         for rel in _list_files(repo)
         if not any((repo / rel).absolute().is_relative_to(p) for p in ours)
     ]
+    tree_bytes = sum(_size(repo / rel) for rel in files)
     ws = dest / "workspace"
     ws.mkdir(parents=True)
+    capped = cap_mb is not None and mount_capped(
+        ws, size_bytes=image_size(tree_bytes=tree_bytes, files=len(files), cap_mb=cap_mb),
+        files=len(files),
+    )  # fmt: skip
     skipped: list[str] = []
     for rel in files:
         src = repo / rel
@@ -180,7 +196,14 @@ def snapshot(
             os.symlink(link, target)
         else:
             shutil.copy2(src, target, follow_symlinks=False)
-    workspace = Workspace(path=ws, git_dir=dest / "shadow.git", skipped_links=tuple(skipped))
+    workspace = Workspace(
+        path=ws,
+        git_dir=dest / "shadow.git",
+        skipped_links=tuple(skipped),
+        tree_bytes=tree_bytes,
+        files=len(files),
+        capped=capped,
+    )
     workspace.git("init", "-q")
     (workspace.git_dir / "info").mkdir(exist_ok=True)
     (workspace.git_dir / "info" / "exclude").write_text(SHADOW_EXCLUDES)
@@ -257,5 +280,14 @@ def chown_tree(root: Path, uid: int) -> None:
 
 
 def remove_dir(path: Path) -> None:
-    """Remove a run directory even where the container left files owned by another user."""
+    """Remove a run directory even where the container left files owned by another user, and
+    where a capped copy is mounted inside it."""
+    unmount_under(path)
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return 0

@@ -254,6 +254,8 @@ def test_next_start_cleans_up_after_a_sigkilled_worker(
         assert "removed 1 container(s)" in proc.stderr
         assert not docker_client.api.containers(all=True, filters={"id": killed_cid})
         assert not any(p.exists() for p in left)
+        mounts = Path("/proc/self/mounts").read_text()
+        assert not any(str(p) in mounts for p in left)  # its capped copy unmounted too
         # The live worker's container and copy are untouched.
         assert docker_client.api.containers(filters={"id": live_cid})
         assert owned_by(live.pid, tmp)

@@ -180,6 +180,10 @@ class FixRun:
         started = time.monotonic()
         baseline = tests.run(test_cmd=test_cmd, timeout_s=self.request.test_timeout_s)
         self.report.test_cmd = baseline.command  # what really ran, flags and all
+        if self.request.backend == "docker":
+            cap = self.request.config.limits.workspace_mb
+            how = "exact: a filesystem of its own" if session.workspace.capped else "approximate"
+            self.report.sandbox = f"{self.report.sandbox}; workspace write cap {cap} MB ({how})"
         self.report.durations["tests_before"] = round(time.monotonic() - started, 3)
         self.report.tests_before = tests_dict(baseline)
         self.trace.event("tests_before", command=baseline.command, headline=baseline.headline())
