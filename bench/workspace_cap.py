@@ -1,10 +1,11 @@
-"""What an exact workspace write cap would cost at sandbox start-up (issue 9, part 2).
+"""What the exact workspace write cap costs at sandbox start-up (issue 9, part 2).
 
-Today the cap is approximate: sandbox/runner.py samples the host filesystem's free space every
-0.2 s. Two exact alternatives, timed here from nothing to a mounted, empty, writable folder and
-back (median of N): a loop-mounted ext4 image file of the cap's size (sparse: it takes host
-disk only as it is written, never more than the cap), and a size-limited tmpfs (exact and fast,
-but it takes RAM). Needs root. Run: python3 bench/workspace_cap.py [--repeat N] [--cap-mb MB]
+As root, the working copy is a loop-mounted ext4 image (sandbox/capped_dir.py: sparse, so it
+takes host disk only as it is written, never more than its size); elsewhere the approximate
+guard in sandbox/runner.py stays. Timed here from nothing to a mounted, empty, writable folder
+and back (median of N): what we ship, and a size-limited tmpfs for comparison (exact and faster,
+but it takes RAM, so not used). Needs root.
+Run: python3 bench/workspace_cap.py [--repeat N] [--cap-mb MB]
 """
 
 from __future__ import annotations
@@ -14,10 +15,15 @@ import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sandbox.capped_dir import image_size, mount_capped, unmount_under  # noqa: E402
 
 
 def run(*args: str) -> None:
@@ -25,14 +31,11 @@ def run(*args: str) -> None:
 
 
 def loop_ext4(root: Path, cap_mb: int) -> Callable[[], None]:
-    image, mount = root / "workspace.img", root / "workspace"
+    mount = root / "workspace"
     mount.mkdir()
-    with image.open("wb") as f:
-        f.truncate(cap_mb * 1024 * 1024)  # sparse
-    run("mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
-        "-E", "lazy_itable_init=1,lazy_journal_init=1", str(image))  # fmt: skip
-    run("mount", "-o", "loop,nodev,nosuid", str(image), str(mount))
-    return lambda: run("umount", str(mount))
+    size = image_size(tree_bytes=0, files=0, cap_mb=cap_mb)
+    assert mount_capped(mount, size_bytes=size, files=0)
+    return lambda: unmount_under(mount)
 
 
 def tmpfs(root: Path, cap_mb: int) -> Callable[[], None]:
@@ -64,11 +67,11 @@ def main() -> int:
     if os.geteuid() != 0:
         print("needs root (mount)")
         return 2
-    for name, make in (("loop-mounted ext4", loop_ext4), ("tmpfs", tmpfs)):
+    for name, make in (("loop-mounted ext4 (ours)", loop_ext4), ("tmpfs", tmpfs)):
         samples = [time_one(make, args.cap_mb) for _ in range(args.repeat)]
         up = statistics.median(s[0] for s in samples)
         down = statistics.median(s[1] for s in samples)
-        print(f"{name:18} cap {args.cap_mb} MB: set up {up * 1000:6.1f} ms, "
+        print(f"{name:25} cap {args.cap_mb} MB: set up {up * 1000:6.1f} ms, "
               f"tear down {down * 1000:6.1f} ms (median of {args.repeat})")  # fmt: skip
     return 0
 
