@@ -568,7 +568,11 @@ def test_the_sandbox_time_running_out_is_a_spent_budget_exit_1(make_repo, tmp_pa
     repo = make_repo(
         {
             **BUGGY,
-            "tests/test_slow.py": "import time\n\n\ndef test_slow():\n    time.sleep(1.5)\n",
+            # It writes into the tree, so no run of it is ever answered from an earlier one.
+            "tests/test_slow.py": (
+                "import time\n\n\ndef test_slow():\n    time.sleep(1.5)\n"
+                "    open('stamp', 'a').write('x')\n"
+            ),
             "worker.toml": "[limits]\ntotal_timeout_s = 4\n",
         }
     )
