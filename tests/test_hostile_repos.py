@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -204,7 +203,8 @@ def test_odd_bytes_huge_files_and_a_submodule_are_copied_and_read_within_limits(
     assert state(repo) == before
 
 
-def test_fifty_thousand_files_are_copied_in_reasonable_time(make_repo, tmp_path):
+def test_fifty_thousand_files_are_copied_and_the_tools_stay_bounded(make_repo, tmp_path):
+    # How long it takes is a benchmark's business (bench/scale.py), not a test's.
     repo = make_repo({"README.md": "many\n"}, commit=False)
     many = repo / "many"
     many.mkdir()
@@ -212,11 +212,8 @@ def test_fifty_thousand_files_are_copied_in_reasonable_time(make_repo, tmp_path)
         (many / f"f{i:05d}.txt").write_text(f"{i}\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "many")
-    started = time.monotonic()
     ws = snapshot(repo, tmp_path / "run", owner_uid=None)
-    took = time.monotonic() - started
     assert len(os.listdir(ws.path / "many")) == 50_000
-    assert took < 120, f"copying 50,000 files took {took:.0f}s"
     ctx = ToolContext(
         workspace=ws.path,
         box=LocalSandbox(workspace=ws.path, control_dir=tmp_path / "ctl", limits=Limits()),
@@ -225,12 +222,11 @@ def test_fifty_thousand_files_are_copied_in_reasonable_time(make_repo, tmp_path)
         test_cmd="true",
     )
     tools = ToolRegistry(tools=default_tools())
-    started = time.monotonic()
     listed = tools.call("list_dir", {"path": "many"}, ctx)
     found = tools.call("search", {"pattern": "^49999$"}, ctx)
     assert "(50000 entries)" in listed.text and "more entries not shown" in listed.text
     assert found.ok or "search stopped" in found.text
-    assert time.monotonic() - started < 60
+    assert all(len(o.text.encode()) <= 6000 for o in (listed, found))
 
 
 @pytest.mark.docker
