@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
@@ -107,6 +108,16 @@ def open_sandbox(
                 assert not docker_client.containers.list(all=True, filters={"id": cid})
 
 
-def worker_containers(client: docker.DockerClient) -> list[object]:
+@dataclass(frozen=True)
+class Listed:
+    """A container as one list call saw it (no inspect per container: one removed meanwhile,
+    by another worker on the machine, cannot make the listing fail)."""
+
+    id: str
+    labels: dict[str, str]
+
+
+def worker_containers(client: docker.DockerClient) -> list[Listed]:
     """Containers labelled as ours, running or not."""
-    return client.containers.list(all=True, filters={"label": LABEL})
+    found = client.api.containers(all=True, filters={"label": LABEL})
+    return [Listed(id=c["Id"], labels=c.get("Labels") or {}) for c in found]

@@ -39,7 +39,7 @@ def check_for(session, docker_client, sandbox_image, tmp_path, name: str) -> Cle
     )
 
 
-def mine(docker_client) -> list[object]:
+def mine(docker_client) -> list:
     return [
         c
         for c in worker_containers(docker_client)
