@@ -11,14 +11,13 @@ import argparse
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 
 from worker.ci.actions import append_step_summary, ci_outputs, write_outputs
 from worker.ci.run import CiRun, VerifiedFixRun
 from worker.ci.summary import write_summary
-from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
-from worker.cli.fix import add_fix_arguments, make_request, reason_of
+from worker.cli.exit_codes import EXIT_FLAKY_ONLY, EXIT_NOT_FIXED, EXIT_UNVERIFIED
+from worker.cli.fix import add_fix_arguments, make_request, new_report, run_reported
 from worker.cli.progress import ProgressPrinter
 from worker.errors import UsageError
 from worker.loop.trace import Trace
@@ -69,37 +68,25 @@ def run_ci(args: argparse.Namespace) -> int:
         raise UsageError(f"--reruns must be 0 or more, not {args.reruns}")
     request = make_request(args)
     show = ProgressPrinter(quiet=True)  # CI logs: plain lines, one per event, never redrawn
-    report = RunReport(
-        repo=str(request.repo),
-        goal=request.goal,
-        model=request.endpoint.model,
-        endpoint=request.endpoint.base_url,
-        out_dir=str(request.out),
-        cost_usd=0.0 if request.price is not None else None,
+    report = new_report(request)
+
+    def run(trace: Trace) -> str:
+        fix = VerifiedFixRun(request=request, report=report, trace=trace, progress=show)
+        return CiRun(
+            fix=fix,
+            junit=[p.expanduser().resolve() for p in args.junit],
+            reruns=args.reruns,
+            allow_exit_code_only=args.allow_exit_code_only,
+            base_branch=args.base_branch,
+        ).run()
+
+    return run_reported(
+        request,
+        report,
+        run,
+        lambda: _finish(report, request.out, show, started, args),
+        ordinary=(EXIT_NOT_FIXED, EXIT_FLAKY_ONLY, EXIT_UNVERIFIED),
     )
-    try:
-        with Trace(path=request.out / "trace.jsonl") as trace:
-            fix = VerifiedFixRun(request=request, report=report, trace=trace, progress=show)
-            run = CiRun(
-                fix=fix,
-                junit=[p.expanduser().resolve() for p in args.junit],
-                reruns=args.reruns,
-                allow_exit_code_only=args.allow_exit_code_only,
-                base_branch=args.base_branch,
-            )
-            reason = run.run()
-        report.finish(EXIT_FIXED, reason)
-    except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
-        report.finish(exit_code_for(exc), reason_of(exc))
-        if not isinstance(exc, EXPECTED):
-            keep = request.out / "traceback.txt"
-            keep.write_text(traceback.format_exc(), encoding="utf-8")
-            report.reason = f"internal error: {report.reason} (traceback in {keep})"
-        _finish(report, request.out, show, started, args)
-        if report.exit_code in (1, 4, 5) and isinstance(exc, EXPECTED):
-            return report.exit_code  # an ordinary ending: said above
-        raise
-    return _finish(report, request.out, show, started, args)
 
 
 def _finish(

@@ -9,13 +9,14 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable, Container
 from datetime import datetime, timezone
 from pathlib import Path
 
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
 from sandbox.workspace import remove_dir
-from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
+from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED, EXPECTED, exit_code_for
 from worker.cli.out_of_space import known_error
 from worker.cli.progress import ProgressPrinter
 from worker.errors import UsageError
@@ -80,7 +81,19 @@ def run_fix(args: argparse.Namespace) -> int:
     started = time.monotonic()
     request = make_request(args)
     show = ProgressPrinter(quiet=args.quiet or args.json)
-    report = RunReport(
+    report = new_report(request)
+    return run_reported(
+        request,
+        report,
+        lambda trace: FixRun(request=request, report=report, trace=trace, progress=show).run(),
+        lambda: _finish(report, request.out, show, started, args),
+        ordinary=(EXIT_NOT_FIXED,),
+    )
+
+
+def new_report(request: FixRequest) -> RunReport:
+    """The report of a run about to start (filled as it goes)."""
+    return RunReport(
         repo=str(request.repo),
         goal=request.goal,
         model=request.endpoint.model,
@@ -88,9 +101,23 @@ def run_fix(args: argparse.Namespace) -> int:
         out_dir=str(request.out),
         cost_usd=0.0 if request.price is not None else None,
     )
+
+
+def run_reported(
+    request: FixRequest,
+    report: RunReport,
+    run: Callable[[Trace], str],
+    finish: Callable[[], int],
+    *,
+    ordinary: Container[int],
+) -> int:
+    """Run `run` (it returns the reason of a good ending) and report every ending: the exit
+    code and reason, the traceback of a bug of ours kept in the out folder, `finish` (write and
+    say). An expected ending whose code is `ordinary` returns it; any other is raised again,
+    for the command line to say in one line."""
     try:
         with Trace(path=request.out / "trace.jsonl") as trace:
-            reason = FixRun(request=request, report=report, trace=trace, progress=show).run()
+            reason = run(trace)
         report.finish(EXIT_FIXED, reason)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
         known = known_error(exc, out=request.out)
@@ -100,13 +127,13 @@ def run_fix(args: argparse.Namespace) -> int:
             keep = request.out / "traceback.txt"
             keep.write_text(traceback.format_exc(), encoding="utf-8")
             report.reason = f"internal error: {report.reason} (traceback in {keep})"
-        _finish_or_say(report, request.out, show, started, args)
-        if report.status == "not_fixed" and isinstance(known, EXPECTED):
+        _finish_or_say(finish, request.out)
+        if report.exit_code in ordinary and isinstance(known, EXPECTED):
             return report.exit_code  # an ordinary ending (budget, stuck...): said above
         if known is not exc:
             raise known from exc
         raise
-    return _finish_or_say(report, request.out, show, started, args)
+    return _finish_or_say(finish, request.out)
 
 
 def make_request(args: argparse.Namespace) -> FixRequest:
@@ -185,12 +212,10 @@ def reason_of(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _finish_or_say(
-    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
-) -> int:
-    """_finish; where the disk under --out is full, an error that says so (no report then)."""
+def _finish_or_say(finish: Callable[[], int], out: Path) -> int:
+    """`finish`; where the disk under --out is full, an error that says so (no report then)."""
     try:
-        return _finish(report, out, show, started, args)
+        return finish()
     except OSError as exc:
         known = known_error(exc, out=out)
         if known is exc:
