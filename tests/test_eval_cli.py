@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.conftest import git, worker_containers
 from worker.llm.scripted_server import ScriptedServer, tool_call
 
 pytestmark = pytest.mark.docker
@@ -136,3 +138,36 @@ def test_a_bad_task_file_is_a_usage_error_naming_the_line(tmp_path):
     assert proc.returncode == 2
     assert f"{tasks}:1: task a: repository not found" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_sigterm_ends_the_fix_runs_and_keeps_the_results(make_repo, tmp_path, docker_client):
+    make_repo(MEAN_BUG, name="slow")
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "slow", "repo": "slow"}) + "\n")
+    out = tmp_path / "eval"
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test"}
+    env.pop("OPENAI_BASE_URL", None)
+    with ScriptedServer(script=[{"delay": 60.0}]) as server:
+        command = [sys.executable, "-m", "worker.cli", "eval", str(tasks), "--out", str(out)]
+        command += ["--model", "scripted", "--base-url", server.base_url]
+        proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 120
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.2)  # wait until the fix run is inside its model call
+            assert server.requests, "the fix run never called the model"
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=90) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    # None of this eval's containers is left (others may run theirs on this daemon meanwhile).
+    ours = [
+        c
+        for c in worker_containers(docker_client)
+        if any(m.get("Source", "").startswith(str(tmp_path)) for m in c.attrs.get("Mounts", []))
+    ]
+    assert not ours
+    summary = json.loads((out / "results.json").read_text())["summary"]
+    assert (summary["ran"], summary["not_run"]) == (0, 1)
+    assert not (out / "tasks" / "slow" / "result.json").exists()  # a resume runs it again

@@ -78,7 +78,11 @@ def run_eval(args: argparse.Namespace) -> int:
         write_results(out, tasks, result)
 
     batch = EvalBatch(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
-    result = batch.run()
+    try:
+        result = batch.run()
+    except KeyboardInterrupt:
+        write_results(out, tasks, batch.result)  # what finished stays on record
+        raise
     summary = write_results(out, tasks, result)
     rate = summary["resolve_rate"]
     _say(

@@ -93,6 +93,11 @@ class EvalBatch:
         self._started = time.monotonic()
         self._result = BatchResult(outcomes={})
 
+    @property
+    def result(self) -> BatchResult:
+        """What is known so far (after `run()`, or after it was interrupted)."""
+        return self._result
+
     def task_dir(self, task: EvalTask) -> Path:
         return self._settings.out / "tasks" / task.id
 
