@@ -273,3 +273,86 @@ def test_shift_that_would_match_twice_is_not_guessed(env) -> None:
     )
     assert not obs.ok
     assert read(ws, "src/dup.py") == before
+
+
+MID = (
+    "def mid(lo, hi):\n"
+    '    """Midpoint of two integers."""\n'
+    "    return (lo + hi) // 3\n"
+    "\n"
+    "\n"
+    "def first(items):\n"
+    "    return items[1]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("hunk", "said"),
+    [
+        # The one-line bug of issue 11: the docstring line skipped.
+        (
+            " def mid(lo, hi):\n-    return (lo + hi) // 3\n+    return (lo + hi) // 2\n",
+            "1 file line(s) the hunk skipped were kept as context",
+        ),
+        # Test output pasted into the hunk as context.
+        (
+            " def mid(lo, hi):\n     E   assert 3 == 2\n-    return (lo + hi) // 3\n"
+            "+    return (lo + hi) // 2\n",
+            "1 context line(s) not in the file were dropped",
+        ),
+        # A context line from another version of the file, and wrong line numbers.
+        (
+            " def mid(low, high):\n"
+            '     """Midpoint of two integers."""\n'
+            "-    return (lo + hi) // 3\n+    return (lo + hi) // 2\n",
+            "1 context line(s) differing from the file were taken as the file's",
+        ),
+        # Indentation off by a different amount on different lines.
+        (
+            " def mid(lo, hi):\n"
+            '   """Midpoint of two integers."""\n'
+            "-  return (lo + hi) // 3\n+  return (lo + hi) // 2\n",
+            "matched only when indentation is ignored",
+        ),
+    ],
+)
+def test_a_hunk_a_little_off_applies_where_one_place_fits(make_repo, open_sandbox, hunk, said):
+    session = open_sandbox(make_repo({"mid.py": MID}))
+    apply = _applier(session)
+    obs = apply(f"--- a/mid.py\n+++ b/mid.py\n@@ -40,3 +40,3 @@\n{hunk}")
+    assert obs.ok, obs.text
+    assert said in obs.text and "applied at line 1" in obs.text
+    assert read(session.workspace, "mid.py") == MID.replace("// 3", "// 2")
+
+
+def test_a_hunk_a_little_off_that_fits_two_places_is_not_applied(make_repo, open_sandbox):
+    twice = "def a(x):\n    y = x\n    return y + 1\n\n\ndef b(x):\n    y = x\n    return y + 1\n"
+    session = open_sandbox(make_repo({"two.py": twice}))
+    apply = _applier(session)
+    # `def c(x):` is near both `def a(x):` and `def b(x):`: two places fit, none is guessed.
+    obs = apply(
+        "--- a/two.py\n+++ b/two.py\n@@ -1,2 +1,2 @@\n def c(x):\n     y = x\n"
+        "-    return y + 1\n+    return y - 1\n"
+    )
+    assert not obs.ok and "would fit 2 places" in obs.text
+    assert read(session.workspace, "two.py").endswith("    y = x\n    return y + 1\n")
+    # Skips the `y = x` line, but `def a(x):` pins it to one place.
+    obs = apply(
+        "--- a/two.py\n+++ b/two.py\n@@ -1,2 +1,2 @@\n def a(x):\n"
+        "-    return y + 1\n+    return y\n"
+    )
+    assert obs.ok, obs.text
+    assert read(session.workspace, "two.py").startswith("def a(x):\n    y = x\n    return y\n")
+
+
+def _applier(session):
+    ctx = ToolContext(
+        workspace=session.workspace.path,
+        box=session.box,
+        paths=PathPolicy(),
+        truncation=CAP,
+        test_cmd="python -m pytest",
+        test_timeout_s=60,
+    )
+    registry = ToolRegistry(tools=default_tools())
+    return lambda patch: registry.call("apply_patch", {"patch": patch}, ctx)

@@ -2,7 +2,9 @@
 
 Every path is checked with the write policy before anything runs. `git apply` does the work inside
 the sandbox (so files belong to the sandbox user): `--check` first, exact, then tolerating
-trailing-whitespace differences (`--whitespace=fix`). Changed Python files must still parse, or
+trailing-whitespace differences (`--whitespace=fix`). Before that, a hunk that matches nowhere
+may be shifted (patch_reindent.py) or realigned (patch_realign.py) when exactly one place in the
+file fits it, which the observation says. Changed Python files must still parse, or
 the whole patch is rolled back.
 """
 
@@ -21,6 +23,7 @@ from policies.paths import Decision, PathRefused
 from tools.base import Observation, Tool, ToolContext, failed
 from tools.patch_diagnose import ambiguous, explain, failing_hunk
 from tools.patch_parse import FilePatch, PatchError, parse_patch, render_patch
+from tools.patch_realign import realign
 from tools.patch_reindent import reindent
 
 MAX_PATCH_BYTES = 512 * 1024
@@ -91,7 +94,9 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     for fp in files:
         data = originals[fp.path].data
         if fp.status == "M" and data is not None:
-            notes += reindent(fp, data.decode("utf-8", "replace").splitlines())
+            current = data.decode("utf-8", "replace").splitlines()
+            notes += reindent(fp, current)
+            notes += realign(fp, current)
     problem = _precheck(files, originals)
     if problem:
         return failed(f"patch not applied, nothing was changed: {problem}")
@@ -102,7 +107,8 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     result = ctx.box.run(_apply_script(staged), timeout_s=60)
     mode = _mode(result.output)
     if mode is None:
-        return _not_applied(files, originals, result.output)
+        refused = _not_applied(files, originals, result.output)
+        return replace(refused, text="\n".join([refused.text, *notes])) if notes else refused
     broken = _syntax_errors(files, originals, ctx)
     if broken:
         ctx.box.run(f"{_GIT} -R {mode} {staged}", timeout_s=60)

@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     from worker.cli.ci import add_ci_arguments
+    from worker.cli.eval import add_eval_arguments
     from worker.cli.fix import add_fix_arguments
     from worker.cli.model import add_model_arguments
     from worker.cli.publish import add_publish_arguments
@@ -36,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser("publish", help="a verified fix as a draft pull request (no LLM key)")
     )
 
+    add_eval_arguments(
+        sub.add_parser("eval", help="run a task set; resolve rate, re-checked on clean copies")
+    )
     add_sandbox_arguments(sub.add_parser("sandbox", help="build, use and clean up the sandbox"))
     add_model_arguments(sub.add_parser("model", help="the bundled local model"))
     return parser
@@ -83,6 +87,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from worker.cli.ci import run_ci
 
         return run_ci(args)
+    if args.command == "eval":
+        from worker.cli.eval import run_eval
+
+        return run_eval(args)
     if args.command == "publish":
         from worker.cli.publish import run_publish
 

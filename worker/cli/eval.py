@@ -1,0 +1,109 @@
+"""`worker eval TASKS --out DIR`: run a task set, each task a `worker fix` run, each patch
+re-checked on a clean copy; the resolve rate and its costs in results.json and results.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sandbox.client import connect
+from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED
+from worker.errors import UsageError
+from worker.evaluate.batch import BatchResult, EvalBatch, EvalBudget, EvalSettings
+from worker.evaluate.results import write_results
+from worker.evaluate.tasks import load_tasks
+
+#: Flags handed to every `worker fix` run as they are.
+FIX_FLAGS: tuple[str, ...] = (
+    "--model",
+    "--base-url",
+    "--max-steps",
+    "--max-tokens",
+    "--max-cost",
+    "--timeout",
+    "--test-timeout",
+    "--image",
+    "--policy",
+    "--tool-mode",
+)
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tasks", type=Path, help="JSONL task file (docs/evaluation.md)")
+    p.add_argument("--out", type=Path, required=True, help="results, per-task outputs, clones")
+    p.add_argument("--workers", type=int, default=1, help="tasks run at once (default 1)")
+    p.add_argument("--redo", action="store_true", help="run tasks again that are done")
+    p.add_argument("--model", default=None, help="model name ('local' = bundled), as for fix")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible URL, as for fix")
+    p.add_argument("--max-steps", type=int, default=None, help="per task")
+    p.add_argument("--max-tokens", type=int, default=None, help="per task")
+    p.add_argument("--max-cost", type=float, default=None, help="per task, USD")
+    p.add_argument("--timeout", type=float, default=None, help="per task, seconds")
+    p.add_argument("--test-timeout", type=float, default=None, help="seconds per test run")
+    p.add_argument("--image", default=None, help="sandbox image")
+    p.add_argument("--policy", default=None, help="preset: default, strict or ci")
+    p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
+    p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
+    p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")
+    p.add_argument("--max-total-time", type=float, default=None, help="seconds, whole eval")
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Run the eval; 0 when every task ran, 1 when a budget or a failed task left some undone."""
+    tasks = load_tasks(args.tasks.expanduser().resolve())
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    for name in ("max_total_tokens", "max_total_cost", "max_total_time"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    connect().close()  # no Docker: exit 3 now, not once per task
+    out = args.out.expanduser().resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    settings = EvalSettings(
+        out=out,
+        workers=args.workers,
+        redo=args.redo,
+        fix_flags=tuple(_fix_flags(args)),
+        fix_timeout_s=args.timeout,
+        budget=EvalBudget(
+            max_tokens=args.max_total_tokens,
+            max_cost_usd=args.max_total_cost,
+            max_seconds=args.max_total_time,
+        ),
+    )
+
+    def publish(result: BatchResult) -> None:
+        write_results(out, tasks, result)
+
+    batch = EvalBatch(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
+    try:
+        result = batch.run()
+    except KeyboardInterrupt:
+        write_results(out, tasks, batch.result)  # what finished stays on record
+        raise
+    summary = write_results(out, tasks, result)
+    rate = summary["resolve_rate"]
+    _say(
+        f"resolved {summary['resolved']} of {summary['ran']} tasks run"
+        + (f" ({rate:.0%})" if rate is not None else "")
+        + f"; {summary['not_run']} not run; median {summary['median_tokens_in']} prompt tokens, "
+        f"{summary['median_seconds']} s per task"
+    )
+    _say(f"results: {out / 'results.md'}")
+    complete = summary["not_run"] == 0 and "eval_error" not in summary["statuses"]
+    return EXIT_FIXED if complete else EXIT_NOT_FIXED
+
+
+def _fix_flags(args: argparse.Namespace) -> list[str]:
+    flags: list[str] = []
+    for flag in FIX_FLAGS:
+        value = getattr(args, flag.lstrip("-").replace("-", "_"))
+        if value is not None:
+            flags += [flag, str(value)]
+    return flags
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

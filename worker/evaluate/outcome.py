@@ -1,0 +1,60 @@
+"""What one task of an eval came to: the `worker fix` run's own report, and the re-check."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULT_FILE = "result.json"
+
+
+@dataclass(kw_only=True)
+class TaskOutcome:
+    """One finished task; `result.json` in the task's folder, and the mark that it is done."""
+
+    id: str
+    status: str  # the fix run's status (report.json), or "crashed" when it wrote no report
+    exit_code: int
+    reason: str
+    resolved: bool = False
+    recheck: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    steps: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+    seconds: float = 0.0  # the fix run, wall clock, as the eval saw it
+    recheck_seconds: float = 0.0
+    patch: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskOutcome:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    def write(self, task_dir: Path) -> None:
+        """Atomically, so that a task is either done (with its whole result) or not."""
+        partial = task_dir / (RESULT_FILE + ".partial")
+        partial.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(partial, task_dir / RESULT_FILE)
+
+
+def read_outcome(task_dir: Path) -> TaskOutcome | None:
+    """The outcome of a task done before, or None (never run, or cut off before its end)."""
+    path = task_dir / RESULT_FILE
+    if not path.is_file():
+        return None
+    try:
+        return TaskOutcome.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, TypeError):
+        return None

@@ -1,0 +1,135 @@
+"""The eval's own judgement of a patch, independent of the run that made it: the patch on a
+clean copy of the task's repository, the tests in a fresh sandbox, and the SWE-bench rule.
+
+Resolved means: the patch applies, touches no test file (nor test or CI configuration), reaches
+not into the test runner, and then every `fail_to_pass` test passes and every `pass_to_pass` test
+still passes (by id, in this run's own JUnit report); with neither list given, the whole suite
+passes.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policies.config import load_config
+from policies.paths import PathPolicy
+from sandbox.errors import SandboxError
+from sandbox.prepare import prepare
+from sandbox.session import workspace_owner
+from sandbox.testrun import TestRun, detect_test_command
+from sandbox.verdict import TOKEN_PROPERTY, tampering
+from sandbox.verify import verify_patch
+from sandbox.workspace import remove_dir, snapshot
+from worker.evaluate.tasks import EvalTask
+
+_PATHS = re.compile(r"^(?:\+\+\+ b/|--- a/|rename (?:from|to) |copy (?:from|to) )(.+)$", re.M)
+MAX_REASONS = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recheck:
+    """The independent verdict on one patch, with what it rests on."""
+
+    resolved: bool
+    reasons: tuple[str, ...] = ()
+    headline: str = ""
+    outcomes: dict[str, str] = field(default_factory=dict)  # of the named tests only
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "resolved": self.resolved,
+            "reasons": list(self.reasons),
+            "headline": self.headline,
+            "outcomes": self.outcomes,
+        }
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Every file a unified diff names (old and new sides), without the a/ b/ prefixes.
+
+    >>> patch_paths("--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-a\\n+b\\n")
+    ['x.py']
+    """
+    found = [m.group(1).strip() for m in _PATHS.finditer(patch)]
+    return sorted({p for p in found if p and p != "/dev/null"})
+
+
+def touched_tests(patch: str, task: EvalTask) -> list[str]:
+    """Files of the patch that are tests or test configuration: a patch touching one is never
+    resolved, whatever the repository's own configuration allows its runs to edit."""
+    policy = PathPolicy()
+    named = {t.split("::", 1)[0] for t in (*task.fail_to_pass, *task.pass_to_pass)}
+    return [p for p in patch_paths(patch) if p in named or not policy.is_writable(p)]
+
+
+def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Recheck:
+    """Judge `patch` for `task` on a clean copy of `repo` in a fresh sandbox (logs in work_dir)."""
+    if not patch.strip():
+        return Recheck(resolved=False, reasons=("no patch",))
+    reasons = [f"the patch touches a test file: {p}" for p in touched_tests(patch, task)]
+    reasons += tampering(patch)
+    if reasons:
+        return Recheck(resolved=False, reasons=tuple(reasons[:MAX_REASONS]))
+    config = load_config(repo, overrides={"test_cmd": task.test_cmd, "setup": task.setup})
+    prepared = prepare(
+        backend="docker",
+        repo=repo,
+        image=config.image,
+        setup=config.setup,
+        limits=config.limits,
+        progress=lambda _line: None,
+        isolation=config.isolation,
+    )
+    copy = Path(tempfile.mkdtemp(prefix="worker-eval-copy-"))
+    try:
+        workspace = snapshot(repo, copy, owner_uid=workspace_owner("docker"))
+        test_cmd = config.test_cmd or detect_test_command(workspace.path)
+        try:
+            run = verify_patch(
+                client=prepared.client,
+                image=prepared.image,
+                workspace=workspace,
+                patch=patch,
+                test_cmd=test_cmd,
+                limits=config.limits,
+                work_dir=work_dir,
+                isolation=prepared.isolation,
+            )
+        except SandboxError as exc:
+            return Recheck(resolved=False, reasons=(str(exc).splitlines()[0],))
+    finally:
+        remove_dir(copy)
+    return judge_task(task, run)
+
+
+def judge_task(task: EvalTask, run: TestRun) -> Recheck:
+    """The SWE-bench rule on one test run (the whole suite when the task names no tests)."""
+    if not task.fail_to_pass and not task.pass_to_pass:
+        verdict = run.verdict
+        return Recheck(resolved=verdict.passed, reasons=verdict.reasons, headline=run.headline())
+    summary = run.summary
+    if summary is None:
+        return Recheck(
+            resolved=False, reasons=("the tests wrote no JUnit report",), headline=run.headline()
+        )
+    reasons: list[str] = []
+    if run.token is not None and summary.properties.get(TOKEN_PROPERTY) != run.token:
+        reasons.append("the JUnit report was not written by this run's pytest")
+    wanted = (*task.fail_to_pass, *task.pass_to_pass)
+    named = {t: summary.outcomes.get(t, "missing") for t in wanted}
+    for test_id in task.fail_to_pass:
+        if named[test_id] != "passed":
+            reasons.append(f"fail_to_pass {test_id} is {named[test_id]}")
+    for test_id in task.pass_to_pass:
+        if named[test_id] != "passed":
+            reasons.append(f"pass_to_pass {test_id} is {named[test_id]}")
+    return Recheck(
+        resolved=not reasons,
+        reasons=tuple(reasons[:MAX_REASONS]),
+        headline=run.headline(),
+        outcomes=named,
+    )
