@@ -8,9 +8,11 @@ outside anything the container can see; the user's repository is only ever read.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,21 +183,18 @@ def snapshot(
         ws, size_bytes=image_size(tree_bytes=tree_bytes, files=len(files), cap_mb=cap_mb),
         files=len(files),
     )  # fmt: skip
+    copied: list[str] = []
     skipped: list[str] = []
     for rel in files:
         src = repo / rel
-        target = ws / rel
-        if not src.is_symlink() and not src.is_file():
-            continue  # deleted but still tracked, a submodule, a socket: nothing to copy
-        target.parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink():
-            link = os.readlink(src)
-            if not _link_stays_inside(repo, rel, link):
+            if not _link_stays_inside(repo, rel, os.readlink(src)):
                 skipped.append(rel)
                 continue
-            os.symlink(link, target)
-        else:
-            shutil.copy2(src, target, follow_symlinks=False)
+        elif not src.is_file():
+            continue  # deleted but still tracked, a submodule, a socket: nothing to copy
+        copied.append(rel)
+    _copy_files(repo, copied, ws)
     workspace = Workspace(
         path=ws,
         git_dir=dest / "shadow.git",
@@ -207,12 +206,46 @@ def snapshot(
     workspace.git("init", "-q")
     (workspace.git_dir / "info").mkdir(exist_ok=True)
     (workspace.git_dir / "info" / "exclude").write_text(SHADOW_EXCLUDES)
-    workspace.git("add", "-A", ".")
+    # Every file above the big-file threshold is streamed into one pack instead of a loose
+    # object file each: measured 1.7 s instead of 8.0 s for 10,000 files. Only for this add:
+    # the threshold also makes `git diff` call bigger files binary.
+    workspace.git("-c", "core.bigFileThreshold=1", "add", "-A", ".")
     workspace.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "snapshot")
     workspace.git("tag", "snapshot")
     if owner_uid is not None and os.geteuid() == 0:
         chown_tree(ws, owner_uid)
     return workspace
+
+
+def _copy_files(repo: Path, files: list[str], dest: Path) -> None:
+    """Copy `files` (regular files and links, relative to `repo`) into `dest`, keeping modes and
+    times, links as links. One `tar` pipe, not a copy per file: measured 0.7 s instead of 10 s
+    for 10,000 files. Names are read verbatim (a name starting with `-` is not an option), hard
+    links become separate files."""
+    names = b"".join(os.fsencode(rel) + b"\0" for rel in files)
+    create = [
+        "tar", "-c", "-f", "-", "-C", str(repo), "--no-recursion", "--hard-dereference",
+        "--null", "--verbatim-files-from", "-T", "-",
+    ]  # fmt: skip
+    extract = ["tar", "-x", "-f", "-", "-C", str(dest), "--preserve-permissions", "--no-same-owner"]
+    # Errors go to files, not pipes: a full stderr pipe could stall one tar and so the other.
+    with tempfile.TemporaryFile() as read_err, tempfile.TemporaryFile() as write_err:
+        with subprocess.Popen(
+            create, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=read_err
+        ) as reader:
+            assert reader.stdin is not None and reader.stdout is not None
+            with subprocess.Popen(extract, stdin=reader.stdout, stderr=write_err) as writer:
+                reader.stdout.close()  # the writer holds it now: tar -c stops if tar -x dies
+                with contextlib.suppress(BrokenPipeError):
+                    reader.stdin.write(names)
+                with contextlib.suppress(BrokenPipeError):
+                    reader.stdin.close()
+        # tar -c exits 1 for a file that changed while it was read: the copy has it as read.
+        for proc, err, ok in ((reader, read_err, (0, 1)), (writer, write_err, (0,))):
+            if proc.returncode not in ok:
+                err.seek(0)
+                lines = err.read().decode(errors="replace").strip().splitlines() or ["no message"]
+                raise SandboxError(f"cannot copy the files of {repo}: {lines[-1]}")
 
 
 def make_run_dir(prefix: str = "worker-run-") -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,3 +50,19 @@ def test_the_loop_importing_the_command_line_is_refused(tmp_path):
     agent.write_text(agent.read_text() + "\nfrom worker.cli import progress  # noqa\n")
     proc = lint_imports(tree)
     assert proc.returncode != 0 and "Nothing imports the command line BROKEN" in proc.stdout
+
+
+def test_the_command_line_starts_without_the_model_client_or_rich():
+    # `worker fix` loads the openai SDK in the background while the sandbox starts
+    # (worker/run/fix.py): a module that imports it at the top would put it back on the path to
+    # the first container, for every verb. rich is for terminals only.
+    code = (
+        "import sys, io; from worker.cli.main import build_parser; build_parser();"
+        "from worker.cli.progress import ProgressPrinter;"
+        "out = io.StringIO(); ProgressPrinter(stream=out).say('[b]x[/b] :smile:');"
+        "print(sorted(m for m in ('openai', 'rich') if m in sys.modules), repr(out.getvalue()))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert proc.stdout.strip() == "[] '[b]x[/b] :smile:\\n'"
