@@ -219,9 +219,9 @@ def snapshot(
 
 def _copy_files(repo: Path, files: list[str], dest: Path) -> None:
     """Copy `files` (regular files and links, relative to `repo`) into `dest`, keeping modes and
-    times, links as links. One `tar` pipe, not a copy per file: measured 0.7 s instead of 10 s
-    for 10,000 files. Names are read verbatim (a name starting with `-` is not an option), hard
-    links become separate files."""
+    times, links as links. One `tar` pipe, not a Python copy per file: as fast as `cp -a`, about
+    20% faster than the copy per file (docs/performance.md). Names are read verbatim (a name
+    starting with `-` is not an option), hard links become separate files."""
     names = b"".join(os.fsencode(rel) + b"\0" for rel in files)
     create = [
         "tar", "-c", "-f", "-", "-C", str(repo), "--no-recursion", "--hard-dereference",
