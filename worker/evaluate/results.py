@@ -93,7 +93,9 @@ def _markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         if row["status"] == "not_run":
             lines.append(f"| {row['id']} | – | not run | | | | | | |")
             continue
-        why = "; ".join(row["recheck"].get("reasons", [])[:2]) or row["reason"]
+        reasons = row["recheck"].get("reasons", [])
+        # Without a patch the run's own ending says why (time, stuck...); with one, the re-check.
+        why = row["reason"] if reasons in ([], ["no patch"]) else "; ".join(reasons[:2])
         cost = "" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"
         lines.append(
             f"| {row['id']} | {'yes' if row['resolved'] else 'no'} | {row['status']} | "
