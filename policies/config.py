@@ -42,6 +42,9 @@ else:  # pragma: no cover
 
 ToolMode = Literal["auto", "native", "json_schema", "text"]
 TOOL_MODES: tuple[str, ...] = ("auto", "native", "json_schema", "text")
+# Which edit tools the model gets: unified diffs, exact-snippet replacement, or both.
+EditTools = Literal["patch", "replace", "both"]
+EDIT_TOOLS: tuple[str, ...] = ("patch", "replace", "both")
 PRESETS: tuple[str, ...] = ("default", "strict", "ci")
 _SECTIONS = ("limits", "budgets", "paths", "output")
 
@@ -102,6 +105,7 @@ def config_schema() -> dict[str, Any]:
             "setup": text,
             "image": text,
             "tool_mode": {"enum": list(TOOL_MODES)},
+            "edit_tools": {"enum": list(EDIT_TOOLS)},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -143,6 +147,7 @@ class WorkerConfig:
     paths: PathPolicy = field(default_factory=PathPolicy)
     truncation: Truncation = field(default_factory=Truncation)
     tool_mode: ToolMode = "auto"
+    edit_tools: EditTools = "both"
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -284,6 +289,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         paths=paths,
         truncation=Truncation(**merged.get("output", {})),
         tool_mode=merged.get("tool_mode", "auto"),
+        edit_tools=merged.get("edit_tools", "both"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

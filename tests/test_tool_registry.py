@@ -14,7 +14,7 @@ from tools.base import Observation, Tool, ToolContext
 from tools.registry import ToolRegistry, default_tools
 
 CAP = Truncation(max_bytes=1000, max_lines=40)
-NAMES = ["read_file", "list_dir", "search", "apply_patch", "run_tests"]
+NAMES = ["read_file", "list_dir", "search", "replace", "apply_patch", "run_tests"]
 
 
 def host_context(workspace: Path, box: Any = None) -> ToolContext:
@@ -39,8 +39,12 @@ def test_specs_are_stable_strict_schemas() -> None:
     assert specs[0].parameters["required"] == ["path"]
     assert set(specs[0].parameters["properties"]) == {"path", "start_line", "end_line"}
     assert set(specs[2].parameters["properties"]) == {"pattern", "path"}
-    assert set(specs[3].parameters["properties"]) == {"patch"}
-    assert set(specs[4].parameters["properties"]) == {"tests"}
+    assert set(specs[3].parameters["properties"]) == {"path", "old", "new"}
+    assert set(specs[4].parameters["properties"]) == {"patch"}
+    assert set(specs[5].parameters["properties"]) == {"tests"}
+    # One edit form only, when the user picks it (worker fix --edit-tools).
+    assert "replace" not in ToolRegistry(tools=default_tools("patch")).names
+    assert "apply_patch" not in ToolRegistry(tools=default_tools("replace")).names
     specs[0].parameters["properties"].clear()  # a caller's change does not reach the registry
     assert ToolRegistry(tools=default_tools()).specs()[0].parameters["properties"]
 
@@ -52,7 +56,7 @@ def test_unknown_tool_and_invalid_arguments_are_observations(tmp_path: Path) -> 
     assert not unknown.ok
     assert unknown.text == (
         "there is no tool named 'bash'. The tools are: read_file, list_dir, "
-        "search, apply_patch, run_tests."
+        "search, replace, apply_patch, run_tests."
     )
 
     missing = registry.call("read_file", {}, ctx)

@@ -12,14 +12,20 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from sandbox.errors import SandboxError
-from tools import apply_patch, list_dir, read_file, run_tests, search
+from tools import apply_patch, list_dir, read_file, replace, run_tests, search
 from tools.base import Observation, Tool, ToolContext
 from tools.spec import ToolSpec
 
 
-def default_tools() -> list[Tool]:
-    """The five tools, in the order the model sees them."""
-    return [read_file.TOOL, list_dir.TOOL, search.TOOL, apply_patch.TOOL, run_tests.TOOL]
+def default_tools(edit: str = "both") -> list[Tool]:
+    """The tools, in the order the model sees them; `edit` picks the edit tools (patch, replace
+    or both)."""
+    edits = {
+        "patch": [apply_patch.TOOL],
+        "replace": [replace.TOOL],
+        "both": [replace.TOOL, apply_patch.TOOL],
+    }[edit]
+    return [read_file.TOOL, list_dir.TOOL, search.TOOL, *edits, run_tests.TOOL]
 
 
 class ToolRegistry:

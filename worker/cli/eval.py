@@ -26,6 +26,7 @@ FIX_FLAGS: tuple[str, ...] = (
     "--image",
     "--policy",
     "--tool-mode",
+    "--edit-tools",
 )
 
 
@@ -44,6 +45,12 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", default=None, help="sandbox image")
     p.add_argument("--policy", default=None, help="preset: default, strict or ci")
     p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
+    p.add_argument(
+        "--edit-tools",
+        default=None,
+        choices=["patch", "replace", "both"],
+        help="edit tools the model gets (default both)",
+    )
     p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
     p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")
     p.add_argument("--max-total-time", type=float, default=None, help="seconds, whole eval")

@@ -61,6 +61,12 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
     p.add_argument("--image", default=None, help="sandbox image")
     p.add_argument("--policy", default=None, help="preset: default, strict or ci")
     p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
+    p.add_argument(
+        "--edit-tools",
+        default=None,
+        choices=["patch", "replace", "both"],
+        help="edit tools the model gets (default both)",
+    )
     p.add_argument("--quiet", action="store_true", help="plain progress lines")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_backend_argument(p)
@@ -155,6 +161,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "max_cost_usd": args.max_cost,
             "max_wall_s": args.timeout,
             "tool_mode": args.tool_mode,
+            "edit_tools": args.edit_tools,
         },
     )
     endpoint = choose_endpoint(args, config)

@@ -113,7 +113,7 @@ class Agent:
         specs = self.env.tool_specs()
         self.baseline = self.last_tests = baseline
         messages: list[dict[str, Any]] = [
-            {"role": "system", "content": prompts.SYSTEM_PROMPT},
+            {"role": "system", "content": prompts.system_prompt([s.name for s in specs])},
             {
                 "role": "user",
                 "content": prompts.task_message(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from policies.paths import PathPolicy
 from sandbox.testrun import TestRun
+from worker.loop import definitions
 
 _FRAME = re.compile(r"([\w./-]+\.py):\d+")
 
@@ -78,3 +79,73 @@ def _is_file_inside(workspace: Path, rel: str) -> bool:
         )
     except (OSError, ValueError):
         return False
+
+
+def implicated_code(
+    run: TestRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
+) -> str:
+    """The definitions the failing tests lead to, numbered as read_file numbers lines; '' when
+    none is found (the caller then shows whole files)."""
+    if run.summary is None or not run.summary.failures:
+        return ""
+    failures = run.summary.failures[:5]
+    near = implicated_files(run, workspace=workspace, paths=paths, limit=10)
+    candidates = _package_files(workspace, near, paths)
+    chosen: list[definitions.Definition] = []
+    for failure in failures:  # the source frames first: the failure happened there
+        for rel, line in definitions.frames(f"{failure.traceback}\n{failure.message}"):
+            if rel in candidates:
+                found = definitions.enclosing(workspace, rel, line)
+                if found is not None:
+                    chosen.append(found)
+    by_name = definitions.index(workspace, candidates)
+    for failure in failures:
+        test_file = failure.test_id.split("::")[0]
+        if not paths.check(test_file).allowed or not _is_file_inside(workspace, test_file):
+            continue
+        for name in definitions.called_names(workspace / test_file, failure.test_id):
+            found = _one(by_name.get(name, []), name)
+            if found is not None:
+                chosen.append(found)
+    return _render(workspace, chosen, max_lines=max_lines)
+
+
+def _package_files(workspace: Path, near: list[str], paths: PathPolicy) -> list[str]:
+    """The writable .py files beside the implicated ones (a package's modules), those first."""
+    out = list(near)
+    for rel in near:
+        folder = (workspace / rel).parent
+        for path in sorted(folder.rglob("*.py")):
+            sub = path.relative_to(workspace).as_posix()
+            if len(out) >= definitions.MAX_FILES:
+                break
+            if paths.check(sub, write=True).allowed and _is_file_inside(workspace, sub):
+                out.append(sub)
+    return list(dict.fromkeys(out))
+
+
+def _one(found: list[definitions.Definition], name: str) -> definitions.Definition | None:
+    if name.startswith("__") or not found:
+        return None
+    tops = [d for d in found if d.top]
+    if len(tops) == 1:
+        return tops[0]
+    return found[0] if len(found) == 1 else None
+
+
+def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines: int) -> str:
+    shown: list[str] = []
+    used = 0
+    seen: set[tuple[str, int]] = set()
+    for d in chosen:
+        if (d.path, d.start) in seen:
+            continue
+        seen.add((d.path, d.start))
+        lines = (workspace / d.path).read_text(encoding="utf-8", errors="replace").splitlines()
+        text = d.render(lines)
+        size = text.count("\n") + 1
+        if shown and used + size > max_lines:
+            continue
+        shown.append(text)
+        used += size
+    return "\n\n".join(shown)

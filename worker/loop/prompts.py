@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-SYSTEM_PROMPT = """\
+from collections.abc import Sequence
+
+_EDIT_WITH = {
+    "replace": "Fix it with replace: copy the exact lines to change from the file as old, and "
+    "write the corrected lines as new. Use the paths shown in the file list.",
+    "apply_patch": "Fix it with apply_patch: a unified diff with a few unchanged context lines, "
+    "paths relative to the repository root as shown in the file list.",
+}
+
+
+def system_prompt(tools: Sequence[str]) -> str:
+    """The instructions, naming the edit tool the model has (replace first when it has both)."""
+    edit = next(
+        (_EDIT_WITH[name] for name in _EDIT_WITH if name in tools), _EDIT_WITH["apply_patch"]
+    )
+    return f"""\
 You fix bugs in a code repository so that its failing tests pass.
 You work only through the tools you are given; there is no shell.
 How to work:
-1. Read the failing test output below. Open the source files it points to with read_file.
+1. Read the failing test output below and the source code shown with it.
 2. Find the bug in the source code. Do not edit tests: they define the correct behaviour.
-3. Fix it with apply_patch: a unified diff with a few unchanged context lines, paths relative \
-to the repository root (--- a/pkg/mod.py, +++ b/pkg/mod.py).
-4. After each patch the tests run automatically and you see the result. When they all pass you \
+3. {edit}
+4. After each edit the tests run automatically and you see the result. When they all pass you \
 are done; the harness checks that itself.
 Keep changes small. If a tool answers with an error, read it and correct your call."""
+
 
 FALSE_CLAIM = """\
 The tests do not pass yet, so the task is not done. Current result:
 {tests}
-Keep going: fix the code with apply_patch. Saying you are done again while tests fail ends the run \
+Keep going: fix the code with an edit. Saying you are done again while tests fail ends the run \
 as not fixed."""
 
 NUDGE = """\
@@ -38,7 +53,7 @@ Your fix must work from the patch alone. Keep going."""
 def task_message(*, goal: str, tests: str, listing: str, sources: str = "") -> str:
     """The first user message: goal, the failing tests as the harness saw them, the tree, and
     the source files the failures point at."""
-    shown = f"\n\nSource files the failing tests use:\n{sources}" if sources else ""
+    shown = f"\n\nSource code the failing tests use:\n{sources}" if sources else ""
     return (
         f"Goal: {goal}\n\n"
         f"Test result before any change (the harness ran them):\n{tests}\n\n"

@@ -27,7 +27,7 @@ from tools.registry import ToolRegistry, default_tools
 from worker.errors import UsageError
 from worker.llm import pricing
 from worker.loop.agent import Agent, LoopResult, StepInfo
-from worker.loop.grounding import implicated_files
+from worker.loop.grounding import implicated_code, implicated_files
 from worker.loop.trace import Trace
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.environment import SandboxEnvironment
@@ -210,7 +210,7 @@ class FixRun:
             test_timeout_s=req.test_timeout_s,
             tests=tests,
         )
-        registry = ToolRegistry(tools=default_tools())
+        registry = ToolRegistry(tools=default_tools(config.edit_tools))
         env = SandboxEnvironment(
             session=session, registry=registry, context=context, prepared=prepared,
             limits=config.limits, run_dir=req.out / "run",
@@ -226,10 +226,14 @@ class FixRun:
             max_context_chars=LOCAL_CONTEXT_CHARS if req.endpoint.local else REMOTE_CONTEXT_CHARS,
         )
         listing = registry.call("list_dir", {}, context).text
-        sources = "\n\n".join(
-            registry.call("read_file", {"path": rel}, context).text
-            for rel in implicated_files(baseline, workspace=context.workspace, paths=config.paths)
-        )
+        sources = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
+        if not sources:  # no definition found: the whole files the failures point at
+            sources = "\n\n".join(
+                registry.call("read_file", {"path": rel}, context).text
+                for rel in implicated_files(
+                    baseline, workspace=context.workspace, paths=config.paths
+                )
+            )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
                 return agent.run(req.goal, baseline, listing, sources)

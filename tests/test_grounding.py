@@ -1,0 +1,116 @@
+"""The first message's source code: from the failing tests to the definitions they reach.
+
+Pure logic over real files in a temporary repository (parsing only, no sandbox needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from policies.paths import PathPolicy
+from sandbox.junit import TestFailure, TestSummary
+from sandbox.results import CommandResult
+from sandbox.testrun import TestRun
+from worker.loop.grounding import implicated_code
+
+RECIPES = (
+    '"""Recipes."""\n'
+    "\n"
+    "\n"
+    "def take(n, iterable):\n"
+    "    return list(iterable)[:n]\n"
+    "\n"
+    "\n"
+    "def all_equal(iterable):\n"
+    '    """True if all elements are equal."""\n'
+    "    items = list(iterable)\n"
+    "    return all(x != items[0] for x in items)\n"
+)
+MORE = (
+    "def chunked(iterable, n):\n"
+    "    it = list(iterable)\n"
+    "    return [it[i:i + n] for i in range(0, len(it), n)]\n"
+)
+TESTS = (
+    "from unittest import TestCase\n"
+    "import mit as mi\n"
+    "\n"
+    "\n"
+    "def check(values):\n"
+    "    return mi.all_equal(values)\n"
+    "\n"
+    "\n"
+    "class AllEqualTests(TestCase):\n"
+    "    def test_true(self):\n"
+    "        self.assertTrue(check('aaaa'))\n"
+    "\n"
+    "    def test_chunks(self):\n"
+    "        self.assertEqual(mi.chunked([1, 2, 3], 2), [[1, 2], [3]])\n"
+)
+
+
+def repo(tmp_path: Path) -> Path:
+    files = {
+        "mit/__init__.py": "from .more import *\nfrom .recipes import *\n",
+        "mit/recipes.py": RECIPES,
+        "mit/more.py": MORE,
+        "tests/test_mit.py": TESTS,
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+def failing(*failures: TestFailure) -> TestRun:
+    summary = TestSummary(
+        passed=0, failed=len(failures), errors=0, skipped=0, failures=failures, outcomes={}
+    )
+    result = CommandResult(
+        command="pytest", exit_code=1, duration_s=0.1, timed_out=False,
+        oom_killed=False, output="", output_bytes=0, truncated=False,
+    )  # fmt: skip
+    return TestRun(command="pytest", result=result, summary=summary, expects_junit=True)
+
+
+def test_an_assertion_failure_leads_through_the_package_init_to_the_function(tmp_path):
+    ws = repo(tmp_path)
+    run = failing(
+        TestFailure(
+            test_id="tests/test_mit.py::AllEqualTests::test_true",
+            kind="failure",
+            message="AssertionError: False is not true",
+            traceback="tests/test_mit.py:11: in test_true",
+        )
+    )
+    code = implicated_code(run, workspace=ws, paths=PathPolicy())
+    # all_equal is reached through the test file's helper `check`, and lives in recipes.py,
+    # which neither the traceback nor the test's imports name.
+    assert code.startswith("mit/recipes.py: all_equal, lines 8-11 of 11")
+    assert "11|     return all(x != items[0] for x in items)" in code
+    assert "def take" not in code and "def chunked" not in code  # only what the test reaches
+
+
+def test_a_source_frame_in_the_traceback_shows_its_enclosing_function_first(tmp_path):
+    ws = repo(tmp_path)
+    run = failing(
+        TestFailure(
+            test_id="tests/test_mit.py::AllEqualTests::test_chunks",
+            kind="failure",
+            message="IndexError",
+            traceback="tests/test_mit.py:14: in test_chunks\nmit/recipes.py:5: in take",
+        )
+    )
+    code = implicated_code(run, workspace=ws, paths=PathPolicy())
+    first, second = code.split("\n\n")
+    assert first.startswith("mit/recipes.py: take, lines 4-5")
+    assert second.startswith("mit/more.py: chunked, lines 1-3")
+
+
+def test_nothing_found_gives_nothing_and_test_files_are_never_shown_as_source(tmp_path):
+    ws = repo(tmp_path)
+    run = failing(
+        TestFailure(
+            test_id="tests/test_mit.py::test_missing", kind="failure", message="", traceback=""
+        )
+    )
+    assert implicated_code(run, workspace=ws, paths=PathPolicy()) == ""

@@ -1,0 +1,97 @@
+"""replace against a real sandbox: exact snippets, the slips small models make, and refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from policies.paths import PathPolicy
+from policies.truncation import Truncation
+from tools.base import ToolContext
+from tools.registry import ToolRegistry, default_tools
+
+pytestmark = pytest.mark.docker
+
+MID = (
+    "def mid(lo, hi):\n"
+    '    """The middle of lo and hi, rounded down."""\n'
+    "    return (lo + hi) // 3\n"
+    "\n"
+    "\n"
+    "class Box:\n"
+    "    def area(self, w, h):\n"
+    "        return w + h\n"
+)
+FILES = {
+    "src/mid.py": MID,
+    "src/dup.py": "def a():\n    x = 1\n\n\ndef b():\n    x = 1\n",
+    "tests/test_mid.py": "from src.mid import mid\n\n\ndef test_mid():\n"
+    "    assert mid(2, 4) == 3\n",
+}
+
+
+@pytest.fixture
+def env(make_repo, open_sandbox):
+    session = open_sandbox(make_repo(FILES))
+    ctx = ToolContext(
+        workspace=session.workspace.path,
+        box=session.box,
+        paths=PathPolicy(),
+        truncation=Truncation(max_bytes=4000, max_lines=100),
+        test_cmd="python -m pytest",
+        test_timeout_s=60,
+    )
+    registry = ToolRegistry(tools=default_tools("replace"))
+    assert "apply_patch" not in registry.names and "replace" in registry.names
+
+    def call(path: str, old: str, new: str):
+        return registry.call("replace", {"path": path, "old": old, "new": new}, ctx)
+
+    return call, session.workspace.path
+
+
+def test_an_exact_snippet_is_replaced_once(env):
+    call, ws = env
+    obs = call("src/mid.py", "(lo + hi) // 3", "(lo + hi) // 2")
+    assert obs.ok, obs.text
+    assert obs.changed_files == ("src/mid.py",)
+    assert (ws / "src/mid.py").read_text() == MID.replace("// 3", "// 2")
+
+
+def test_line_numbers_and_wrong_indentation_copied_from_read_file_are_set_aside(env):
+    call, ws = env
+    # What a small model sends: read_file's numbered lines, indented by 2 instead of 8.
+    obs = call("src/mid.py", "8|   return w + h", "8|   return w * h")
+    assert obs.ok, obs.text
+    assert "        return w * h\n" in (ws / "src/mid.py").read_text()
+    assert "line-number prefixes" in obs.text and "indentation was shifted" in obs.text
+
+
+def test_a_snippet_that_fits_two_places_changes_nothing(env):
+    call, ws = env
+    obs = call("src/dup.py", "x = 1", "x = 2")
+    assert not obs.ok
+    assert "2 times" in obs.text
+    assert (ws / "src/dup.py").read_text() == FILES["src/dup.py"]
+
+
+def test_a_snippet_not_in_the_file_shows_the_closest_lines(env):
+    call, ws = env
+    obs = call("src/mid.py", "    return (lo + hi) / 3", "    return (lo + hi) // 2")
+    assert not obs.ok
+    assert "not found" in obs.text and "3|     return (lo + hi) // 3" in obs.text
+    assert (ws / "src/mid.py").read_text() == MID
+
+
+def test_a_replacement_that_breaks_syntax_is_rolled_back(env):
+    call, ws = env
+    obs = call("src/mid.py", "    return (lo + hi) // 3", "    return (lo + hi // 2")
+    assert not obs.ok and "SyntaxError" in obs.text
+    assert (ws / "src/mid.py").read_text() == MID
+
+
+def test_tests_and_paths_outside_are_refused_by_the_same_policy(env):
+    call, ws = env
+    obs = call("tests/test_mid.py", "== 3", "== 2")
+    assert not obs.ok and obs.refusals
+    assert (ws / "tests/test_mid.py").read_text() == FILES["tests/test_mid.py"]
+    assert call("../etc/passwd", "root", "toor").refusals

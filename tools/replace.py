@@ -1,0 +1,202 @@
+"""`replace {path, old, new}`: change one exact piece of a file into another.
+
+A second edit form for models that write unified diffs badly: the model copies the lines it wants
+changed (`old`) and writes what they become (`new`). `old` must fit exactly one place in the file:
+as written, or else line by line with indentation, trailing spaces and read_file's line-number
+prefixes (`12| `) set aside; then `new` takes the file's indentation there. Two places that fit
+are never guessed between. The change itself is made by `apply_patch` (a diff computed here), so
+the path policy, the syntax check, the rollback and the sandbox user are the same.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from policies.paths import PathRefused
+from tools import apply_patch
+from tools.base import Observation, Tool, ToolContext, argument, failed, looks_binary, refused
+
+MAX_FILE_BYTES = 2 * 1024 * 1024
+_NUMBERED = re.compile(r"^\s*\d+\| ?")
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File path relative to the repository root."},
+        "old": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The exact lines to change, copied from the file.",
+        },
+        "new": {"type": "string", "description": "What those lines become."},
+    },
+    "required": ["path", "old", "new"],
+    "additionalProperties": False,
+}
+
+DESCRIPTION = (
+    "Replace one piece of a file with new text. `old` must appear exactly once in the file: "
+    "copy one or a few whole lines. Example: "
+    '{"path": "app.py", "old": "    return a - b", "new": "    return a + b"}.'
+)
+
+
+@dataclass(frozen=True)
+class _Place:
+    start: int  # first line (0-based) of the file replaced
+    end: int  # one past the last line replaced
+    new_lines: list[str]
+    note: str
+
+
+def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
+    """Find `old` once in `path`, write `new` there through apply_patch, and say what was done."""
+    rel: str = args["path"]
+    old: str = args["old"]
+    new: str = args["new"]
+    try:
+        real = ctx.paths.resolve(ctx.workspace, rel, write=True)
+    except PathRefused as exc:
+        return refused(rel, exc.decision)
+    if not real.is_file():
+        return failed(
+            f"no such file: {rel!r}. replace changes an existing file; read_file or list_dir "
+            "shows the files."
+        )
+    data = real.read_bytes()
+    if len(data) > MAX_FILE_BYTES or looks_binary(data):
+        return failed(f"{rel} is not a text file replace can edit; use apply_patch.")
+    text = data.decode("utf-8", "replace")
+    if old == new:
+        return failed("old and new are the same: nothing would change.")
+    changed, note = _replaced(text, old, new)
+    if changed is None:
+        return failed(note, path=rel)
+    diff = "".join(
+        difflib.unified_diff(
+            text.splitlines(keepends=True),
+            changed.splitlines(keepends=True),
+            fromfile=f"a/{rel}",
+            tofile=f"b/{rel}",
+            n=3,
+        )
+    )
+    if not diff:
+        return failed("the replacement changes nothing in the file.")
+    observation = apply_patch.execute({"patch": diff}, ctx)
+    shown = f"{observation.text}\n{note}" if note and observation.ok else observation.text
+    return replace(observation, text=shown, data={**observation.data, "tolerated": note})
+
+
+def _replaced(text: str, old: str, new: str) -> tuple[str | None, str]:
+    """The file with `old` replaced once, and a note on what was tolerated; or None and why."""
+    count = text.count(old)
+    if count == 1:
+        return text.replace(old, new, 1), ""
+    if count > 1:
+        return None, (
+            f"old appears {count} times in the file; nothing was changed. Include more "
+            "surrounding lines so that it matches one place only."
+        )
+    lines = text.splitlines()
+    places = _places(lines, old, new)
+    if len(places) == 1:
+        place = places[0]
+        out = lines[: place.start] + place.new_lines + lines[place.end :]
+        joined = "\n".join(out) + ("\n" if text.endswith("\n") else "")
+        return joined, place.note
+    if len(places) > 1:
+        starts = ", ".join(str(p.start + 1) for p in places[:6])
+        return None, (
+            f"old fits {len(places)} places (lines {starts}) once indentation is set aside; "
+            "nothing was changed. Include more surrounding lines."
+        )
+    return None, _not_found(lines, old)
+
+
+def _places(lines: list[str], old: str, new: str) -> list[_Place]:
+    """Where `old`'s lines fit, compared without indentation or line-number prefixes."""
+    old_lines, new_lines, unnumbered = _without_numbers(old.splitlines(), new.splitlines())
+    while old_lines and not old_lines[0].strip():
+        old_lines = old_lines[1:]
+    while old_lines and not old_lines[-1].strip():
+        old_lines = old_lines[:-1]
+    if not old_lines:
+        return []
+    wanted = [line.strip() for line in old_lines]
+    size = len(wanted)
+    places = []
+    for start in range(len(lines) - size + 1):
+        if all(lines[start + i].strip() == wanted[i] for i in range(size)):
+            shift = _indent(lines[start + _first_text(old_lines)]) - _indent(
+                old_lines[_first_text(old_lines)]
+            )
+            notes = ["line-number prefixes were removed from old and new"] if unnumbered else []
+            if shift:
+                notes.append(f"indentation was shifted by {shift} spaces to match the file")
+            elif any(lines[start + i] != old_lines[i] for i in range(size)):
+                notes.append("whitespace differences between old and the file were ignored")
+            places.append(
+                _Place(
+                    start=start,
+                    end=start + size,
+                    new_lines=[_shifted(line, shift) for line in new_lines],
+                    note=f"(replace: matched at line {start + 1}; " + "; ".join(notes) + ")",
+                )
+            )
+    return places
+
+
+def _without_numbers(old: list[str], new: list[str]) -> tuple[list[str], list[str], bool]:
+    """read_file's `12| ` prefixes, when every non-blank line of old has one, come off both."""
+    texty = [line for line in old if line.strip()]
+    if not texty or not all(_NUMBERED.match(line) for line in texty):
+        return old, new, False
+    strip = lambda lines: [_NUMBERED.sub("", line, count=1) for line in lines]  # noqa: E731
+    return strip(old), strip(new), True
+
+
+def _first_text(lines: list[str]) -> int:
+    return next(i for i, line in enumerate(lines) if line.strip())
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _shifted(line: str, shift: int) -> str:
+    if not line.strip() or shift == 0:
+        return line
+    if shift > 0:
+        return " " * shift + line
+    return line[min(-shift, _indent(line)) :]
+
+
+def _not_found(lines: list[str], old: str) -> str:
+    """Say old is not there, and show the file's lines that look most like its first line."""
+    first = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    stripped = [line.strip() for line in lines]
+    close = difflib.get_close_matches(first, stripped, n=1, cutoff=0.5)
+    text = (
+        "old was not found in the file; nothing was changed. Copy the lines exactly as "
+        "read_file shows them."
+    )
+    if not close:
+        return text
+    at = stripped.index(close[0])
+    lo, hi = max(0, at - 2), min(len(lines), at + 3)
+    width = len(str(hi))
+    shown = "\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in range(lo, hi))
+    return f"{text} The closest lines in the file:\n{shown}"
+
+
+TOOL = Tool(
+    name="replace",
+    description=DESCRIPTION,
+    parameters=PARAMETERS,
+    execute=execute,
+    target=argument("path"),
+)
