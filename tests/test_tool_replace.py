@@ -24,6 +24,8 @@ MID = (
 FILES = {
     "src/mid.py": MID,
     "src/dup.py": "def a():\n    x = 1\n\n\ndef b():\n    x = 1\n",
+    "src/slug.py": 'import re\n\n\ndef slugify(text):\n    words = re.findall(r"\\w+", text)\n'
+    '    return "-".join(words)\n',
     "tests/test_mid.py": "from src.mid import mid\n\n\ndef test_mid():\n"
     "    assert mid(2, 4) == 3\n",
 }
@@ -64,6 +66,15 @@ def test_line_numbers_and_wrong_indentation_copied_from_read_file_are_set_aside(
     assert obs.ok, obs.text
     assert "        return w * h\n" in (ws / "src/mid.py").read_text()
     assert "line-number prefixes" in obs.text and "indentation was shifted" in obs.text
+
+
+def test_the_other_quote_style_and_spacing_still_match_one_place(env):
+    call, ws = env
+    # Seen from the bundled model: the file says "-", the model copies it as '-', four times.
+    obs = call("src/slug.py", "return '-'.join( words )", "return '-'.join(words).lower()")
+    assert obs.ok, obs.text
+    assert '    return "-".join(words).lower()\n' in (ws / "src/slug.py").read_text()
+    assert "quote style" in obs.text
 
 
 def test_a_snippet_that_fits_two_places_changes_nothing(env):

@@ -118,7 +118,8 @@ def _replaced(text: str, old: str, new: str) -> tuple[str | None, str]:
 
 
 def _places(lines: list[str], old: str, new: str) -> list[_Place]:
-    """Where `old`'s lines fit, compared without indentation or line-number prefixes."""
+    """Where `old`'s lines fit: compared without indentation or line-number prefixes, or else
+    also without the spaces inside lines and with ' and " taken as one quote."""
     old_lines, new_lines, unnumbered = _without_numbers(old.splitlines(), new.splitlines())
     while old_lines and not old_lines[0].strip():
         old_lines = old_lines[1:]
@@ -126,28 +127,63 @@ def _places(lines: list[str], old: str, new: str) -> list[_Place]:
         old_lines = old_lines[:-1]
     if not old_lines:
         return []
-    wanted = [line.strip() for line in old_lines]
-    size = len(wanted)
-    places = []
-    for start in range(len(lines) - size + 1):
-        if all(lines[start + i].strip() == wanted[i] for i in range(size)):
-            shift = _indent(lines[start + _first_text(old_lines)]) - _indent(
-                old_lines[_first_text(old_lines)]
-            )
-            notes = ["line-number prefixes were removed from old and new"] if unnumbered else []
-            if shift:
-                notes.append(f"indentation was shifted by {shift} spaces to match the file")
-            elif any(lines[start + i] != old_lines[i] for i in range(size)):
-                notes.append("whitespace differences between old and the file were ignored")
-            places.append(
-                _Place(
-                    start=start,
-                    end=start + size,
-                    new_lines=[_shifted(line, shift) for line in new_lines],
-                    note=f"(replace: matched at line {start + 1}; " + "; ".join(notes) + ")",
-                )
-            )
-    return places
+    for loose in (False, True):
+        key = _loose if loose else str.strip
+        wanted = [key(line) for line in old_lines]
+        size = len(wanted)
+        starts = [
+            start
+            for start in range(len(lines) - size + 1)
+            if all(key(lines[start + i]) == wanted[i] for i in range(size))
+        ]
+        if starts:
+            return [
+                _place(lines, start, old_lines, new_lines, unnumbered=unnumbered, loose=loose)
+                for start in starts
+            ]
+    return []
+
+
+def _place(
+    lines: list[str],
+    start: int,
+    old_lines: list[str],
+    new_lines: list[str],
+    *,
+    unnumbered: bool,
+    loose: bool,
+) -> _Place:
+    size = len(old_lines)
+    first = _first_text(old_lines)
+    shift = _indent(lines[start + first]) - _indent(old_lines[first])
+    notes = ["line-number prefixes were removed from old and new"] if unnumbered else []
+    if shift:
+        notes.append(f"indentation was shifted by {shift} spaces to match the file")
+    found = lines[start : start + size]
+    if loose:
+        notes.append("old matched once spaces inside lines and quote style were set aside")
+        new_lines = _requoted(new_lines, old_lines, found)
+    elif shift == 0 and found != old_lines:
+        notes.append("whitespace differences between old and the file were ignored")
+    return _Place(
+        start=start,
+        end=start + size,
+        new_lines=[_shifted(line, shift) for line in new_lines],
+        note=f"(replace: matched at line {start + 1}; " + "; ".join(notes) + ")",
+    )
+
+
+def _loose(line: str) -> str:
+    return re.sub(r"\s+", "", line).replace("'", '"')
+
+
+def _requoted(new_lines: list[str], old_lines: list[str], found: list[str]) -> list[str]:
+    """The model wrote one quote where the file has the other: `new` takes the file's."""
+    old_text, file_text = "\n".join(old_lines), "\n".join(found)
+    for mine, theirs in (("'", '"'), ('"', "'")):
+        if mine in old_text and theirs not in old_text and mine not in file_text:
+            return [line.replace(mine, theirs) for line in new_lines]
+    return new_lines
 
 
 def _without_numbers(old: list[str], new: list[str]) -> tuple[list[str], list[str], bool]:
