@@ -93,6 +93,14 @@ def test_a_snippet_not_in_the_file_shows_the_closest_lines(env):
     assert (ws / "src/mid.py").read_text() == MID
 
 
+def test_a_snippet_like_nothing_in_a_short_file_shows_the_whole_file(env):
+    call, ws = env
+    # Seen from the bundled model: an example's text, copied instead of the file's.
+    obs = call("src/slug.py", "    return a - b", "    return a + b")
+    assert not obs.ok
+    assert "The file:" in obs.text and '6|     return "-".join(words)' in obs.text
+
+
 def test_a_replacement_that_breaks_syntax_is_rolled_back(env):
     call, ws = env
     obs = call("src/mid.py", "    return (lo + hi) // 3", "    return (lo + hi // 2")

@@ -48,9 +48,9 @@ PARAMETERS: dict[str, Any] = {
 DESCRIPTION = (
     "Edit files with a unified diff, one or more files, all or nothing. Copy context and '-' "
     "lines exactly from the file. Use '--- /dev/null' to create a file and '+++ /dev/null' to "
-    "delete one. Example patch:\n"
-    "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n"
-    "-    return a - b\n+    return a + b"
+    "delete one. The form (PATH and the lines are the file's own):\n"
+    "--- a/PATH\n+++ b/PATH\n@@ -N,2 +N,2 @@\n an unchanged line\n-a line as it is\n"
+    "+the line as it becomes"
 )
 
 

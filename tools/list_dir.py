@@ -23,7 +23,7 @@ PARAMETERS: dict[str, Any] = {
 
 DESCRIPTION = (
     "List the files and folders in a directory of the repository (folders end with '/'). "
-    "Example: {} lists the repository root."
+    "Without path: the repository root."
 )
 
 

@@ -34,8 +34,8 @@ PARAMETERS: dict[str, Any] = {
 }
 
 DESCRIPTION = (
-    f"Show lines of a text file with line numbers, {WINDOW} lines at a time. "
-    'Example: {"path": "app.py", "start_line": 1}.'
+    f"Show lines of a text file with line numbers, {WINDOW} lines at a time; start_line and "
+    "end_line choose the lines."
 )
 
 

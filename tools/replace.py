@@ -20,6 +20,7 @@ from tools import apply_patch
 from tools.base import Observation, Tool, ToolContext, argument, failed, looks_binary, refused
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
+SHOW_WHOLE_LINES = 60  # a file this short is shown whole when old is not in it
 _NUMBERED = re.compile(r"^\s*\d+\| ?")
 
 PARAMETERS: dict[str, Any] = {
@@ -37,10 +38,10 @@ PARAMETERS: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# No example values: the small model copies an example's text into its calls verbatim.
 DESCRIPTION = (
-    "Replace one piece of a file with new text. `old` must appear exactly once in the file: "
-    "copy one or a few whole lines. Example: "
-    '{"path": "app.py", "old": "    return a - b", "new": "    return a + b"}.'
+    "Replace one piece of a file with new text. old: one or a few whole lines copied exactly "
+    "from the file (they must appear once). new: what those lines become."
 )
 
 
@@ -212,7 +213,8 @@ def _shifted(line: str, shift: int) -> str:
 
 
 def _not_found(lines: list[str], old: str) -> str:
-    """Say old is not there, and show the file's lines that look most like its first line."""
+    """Say old is not there, and show what to copy: the lines most like old's first line, or the
+    whole file when it is short."""
     first = next((line.strip() for line in old.splitlines() if line.strip()), "")
     stripped = [line.strip() for line in lines]
     close = difflib.get_close_matches(first, stripped, n=1, cutoff=0.5)
@@ -220,13 +222,16 @@ def _not_found(lines: list[str], old: str) -> str:
         "old was not found in the file; nothing was changed. Copy the lines exactly as "
         "read_file shows them."
     )
-    if not close:
+    if close:
+        at = stripped.index(close[0])
+        lo, hi, what = max(0, at - 2), min(len(lines), at + 3), "The closest lines in the file"
+    elif len(lines) <= SHOW_WHOLE_LINES:
+        lo, hi, what = 0, len(lines), "The file"
+    else:
         return text
-    at = stripped.index(close[0])
-    lo, hi = max(0, at - 2), min(len(lines), at + 3)
     width = len(str(hi))
     shown = "\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in range(lo, hi))
-    return f"{text} The closest lines in the file:\n{shown}"
+    return f"{text} {what}:\n{shown}"
 
 
 TOOL = Tool(

@@ -24,8 +24,8 @@ PARAMETERS: dict[str, Any] = {
 }
 
 DESCRIPTION = (
-    "Run the tests (all, or the given test ids) and show passed/failed counts and failures. "
-    'Example: {"tests": ["tests/test_app.py::test_add"]}.'
+    "Run the tests and show passed/failed counts and failures: all of them, or the test ids "
+    "given in tests (written PATH::TEST_NAME, as the failures show them)."
 )
 
 

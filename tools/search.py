@@ -42,7 +42,7 @@ PARAMETERS: dict[str, Any] = {
 
 DESCRIPTION = (
     "Find lines matching a Python regular expression in the repository's files; shows file, "
-    'line number and line. Example: {"pattern": "def parse_"}.'
+    "line number and line. path limits the search to one file or folder."
 )
 
 
