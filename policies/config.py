@@ -106,6 +106,7 @@ def config_schema() -> dict[str, Any]:
             "image": text,
             "tool_mode": {"enum": list(TOOL_MODES)},
             "edit_tools": {"enum": list(EDIT_TOOLS)},
+            "first_edit": {"type": "boolean"},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -148,6 +149,7 @@ class WorkerConfig:
     truncation: Truncation = field(default_factory=Truncation)
     tool_mode: ToolMode = "auto"
     edit_tools: EditTools = "both"
+    first_edit: bool = False  # the first reply must edit the code the first message shows
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -290,6 +292,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         truncation=Truncation(**merged.get("output", {})),
         tool_mode=merged.get("tool_mode", "auto"),
         edit_tools=merged.get("edit_tools", "both"),
+        first_edit=bool(merged.get("first_edit", False)),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

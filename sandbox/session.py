@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -93,28 +94,72 @@ def open_session(
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     work = make_scratch_dir()
+    box: SandboxBase | None = None
+    starting: _Starting | None = None
     try:
-        workspace = snapshot(
-            repo,
-            work,
-            owner_uid=workspace_owner(backend),
-            exclude=exclude or run_dir,
-            cap_mb=limits.workspace_mb if backend == "docker" else None,
-        )
-        if protect is not None and backend == "docker" and not isolation.run_as_root:
-            protect_files(workspace.path, protect)
         box = make_box(
             backend,
             client=client,
             image=image,
-            workspace=workspace.path,
+            workspace=work / "workspace",
             control_dir=work / "control",
             limits=limits,
             output_bytes=output_bytes,
             log_dir=run_dir / "logs" if keep_logs else None,
             isolation=isolation,
         )
-        with box:
-            yield SandboxSession(box=box, workspace=workspace)
+        starting = _Starting(box)
+        # The sandbox starts as soon as the copy's folder (its own filesystem) is mounted,
+        # while the files are copied in: nothing runs in it before the copy is done.
+        workspace = snapshot(
+            repo,
+            work,
+            owner_uid=workspace_owner(backend),
+            exclude=exclude or run_dir,
+            cap_mb=limits.workspace_mb if backend == "docker" else None,
+            on_ready=lambda _folder: starting.begin() if starting else None,
+        )
+        if protect is not None and backend == "docker" and not isolation.run_as_root:
+            protect_files(workspace.path, protect)
+        starting.wait()
+        yield SandboxSession(box=box, workspace=workspace)
     finally:
-        remove_dir(work)
+        try:
+            if starting is not None:
+                starting.settle()
+            if box is not None:
+                box.close()
+        finally:
+            remove_dir(work)
+
+
+class _Starting:
+    """`box.start()` in a thread: `begin` once, `wait` for it (raising its error), or `settle`
+    (wait, ignoring the error: the caller is already leaving)."""
+
+    def __init__(self, box: SandboxBase) -> None:
+        self._box = box
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def begin(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="sandbox-start", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._box.start()
+        except BaseException as exc:  # noqa: BLE001 - raised again by wait(), in the caller
+            self._error = exc
+
+    def wait(self) -> None:
+        self.begin()  # the copy never said it was ready (no files at all): start now
+        self.settle()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def settle(self) -> None:
+        if self._thread is not None:
+            self._thread.join()

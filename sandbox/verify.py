@@ -57,6 +57,8 @@ class CleanCheck:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._used = False
+        self._removal: threading.Thread | None = None
+        self._removal_error: BaseException | None = None
 
     def __enter__(self) -> CleanCheck:
         self.start()
@@ -120,16 +122,33 @@ class CleanCheck:
             chown_tree(self._fresh, owner)
             if self._protect is not None and not self._isolation.run_as_root:
                 protect_files(self._fresh, self._protect)
-        return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
+        try:
+            return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
+        finally:
+            # Used once: its container goes now, while the run writes its report, not after.
+            self._removal = threading.Thread(target=self._remove_box, name="clean-check-rm")
+            self._removal.start()
 
-    def close(self) -> None:
-        """Remove the sandbox and the copy (waits for a start still under way)."""
-        if self._thread is not None:
-            self._wait()
+    def _remove_box(self) -> None:
         box, self._box = self._box, None
         try:
             if box is not None:
                 box.close()
+        except BaseException as exc:  # noqa: BLE001 - raised again by close(), in its thread
+            self._removal_error = exc
+
+    def close(self) -> None:
+        """Remove the sandbox and the copy (waits for a start or a removal under way)."""
+        if self._thread is not None:
+            self._wait()
+        try:
+            if self._removal is not None:
+                self._removal.join()
+            else:
+                self._remove_box()
+            error, self._removal_error = self._removal_error, None
+            if error is not None:
+                raise error
         finally:
             if self._scratch is not None:
                 remove_dir(self._scratch)

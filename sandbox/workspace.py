@@ -161,8 +161,12 @@ def snapshot(
     owner_uid: int | None = SANDBOX_UID,
     exclude: Path | None = None,
     cap_mb: int | None = None,
+    on_ready: Callable[[Path], None] | None = None,
 ) -> Workspace:
     """Copy the working tree of `repo` into `dest/workspace` and record it as the snapshot.
+
+    `on_ready(folder)` is called once the folder (and its filesystem, when capped) exists and
+    before anything is copied into it: a sandbox can start on it while the copy is made.
 
     Nothing under `dest` or `exclude` is copied (a run's own folder may sit inside the tree).
     With `cap_mb`, the copy is a filesystem of its own holding the tree and `cap_mb` more, where
@@ -183,6 +187,8 @@ def snapshot(
         ws, size_bytes=image_size(tree_bytes=tree_bytes, files=len(files), cap_mb=cap_mb),
         files=len(files),
     )  # fmt: skip
+    if on_ready is not None:
+        on_ready(ws)
     copied: list[str] = []
     skipped: list[str] = []
     for rel in files:

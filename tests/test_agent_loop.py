@@ -58,12 +58,14 @@ class ScriptedModel:
         *,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        only: Sequence[str] | None = None,
     ) -> ModelReply:
         self.requests.append(
             {
                 "messages": [dict(m) for m in messages],
                 "temperature": temperature,
                 "timeout_s": timeout_s,
+                "only": only,
             }
         )
         assert self.script, "the loop asked the model more often than the script allows"
@@ -197,6 +199,20 @@ def test_a_repeated_call_is_nudged_warmer_then_stopped(tmp_path):
     nudged = next(i for i, r in enumerate(model.requests) if "same call" in str(r["messages"]))
     assert model.requests[nudged]["temperature"] == 0.7
     assert model.requests[0]["temperature"] is None
+    # ... and that reply may not call the repeated tool (json_schema mode enforces it).
+    assert "read_file" not in model.requests[nudged]["only"]
+    assert model.requests[nudged]["only"] == ["write_file"]
+    assert model.requests[0]["only"] is None
+
+
+def test_first_tools_bind_the_first_reply_only(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=BUGGY + "# wrong\n"),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools = ["write_file"]
+    assert start(agent, env).fixed
+    assert [r["only"] for r in model.requests] == [["write_file"], None]
 
 
 def test_saying_done_while_tests_fail_is_told_once_then_ends_the_run(tmp_path):

@@ -127,6 +127,20 @@ def test_json_schema_mode_sends_one_of_and_parses_the_action() -> None:
     assert "Result of run (call x1):\na.py b.py" in sent["messages"][-1]["content"]
 
 
+def test_json_schema_mode_can_hold_a_reply_to_some_tools_with_the_prompt_unchanged() -> None:
+    script = [action("read_file", {"path": "b.py"}), action("read_file", {"path": "b.py"})]
+    with ScriptedServer(script=script) as server, model(server, "json_schema") as client:
+        client.complete(MESSAGES, TOOLS)
+        client.complete(MESSAGES, TOOLS, only=["read_file"])
+    free, held = server.requests
+    consts = [
+        b["properties"]["tool"]["const"]
+        for b in held["response_format"]["json_schema"]["schema"]["oneOf"]
+    ]
+    assert consts == ["read_file"]  # neither the other tool nor a final answer
+    assert held["messages"] == free["messages"]  # every tool still described: the cache holds
+
+
 def test_text_mode_parses_tool_call_block_and_fenced_json() -> None:
     script = [
         text(

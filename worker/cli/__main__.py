@@ -1,7 +1,5 @@
 """`python -m worker.cli`: the same as the `worker` command."""
 
-import sys
+from worker.cli.main import entry
 
-from worker.cli.main import main
-
-sys.exit(main())
+entry()

@@ -27,6 +27,7 @@ FIX_FLAGS: tuple[str, ...] = (
     "--policy",
     "--tool-mode",
     "--edit-tools",
+    "--first-edit",
 )
 
 
@@ -50,6 +51,12 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         choices=["patch", "replace", "both"],
         help="edit tools the model gets (default both)",
+    )
+    p.add_argument(
+        "--first-edit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the first reply must edit the code shown (json_schema mode enforces it)",
     )
     p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
     p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")
@@ -107,7 +114,9 @@ def _fix_flags(args: argparse.Namespace) -> list[str]:
     flags: list[str] = []
     for flag in FIX_FLAGS:
         value = getattr(args, flag.lstrip("-").replace("-", "_"))
-        if value is not None:
+        if isinstance(value, bool):  # an on/off flag: --name or --no-name
+            flags.append(flag if value else f"--no-{flag[2:]}")
+        elif value is not None:
             flags += [flag, str(value)]
     return flags
 

@@ -67,6 +67,12 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
         choices=["patch", "replace", "both"],
         help="edit tools the model gets (default both)",
     )
+    p.add_argument(
+        "--first-edit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the first reply must edit the code shown (json_schema mode enforces it)",
+    )
     p.add_argument("--quiet", action="store_true", help="plain progress lines")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_backend_argument(p)
@@ -88,6 +94,7 @@ def run_fix(args: argparse.Namespace) -> int:
     request = make_request(args)
     show = ProgressPrinter(quiet=args.quiet or args.json)
     report = new_report(request)
+    report.durations["startup"] = _since_process_start()
     return run_reported(
         request,
         report,
@@ -162,6 +169,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "max_wall_s": args.timeout,
             "tool_mode": args.tool_mode,
             "edit_tools": args.edit_tools,
+            "first_edit": args.first_edit,
         },
     )
     endpoint = choose_endpoint(args, config)
@@ -210,6 +218,13 @@ def _clear_outputs(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
     remove_dir(out / "run")
     remove_dir(out / "triage")
+
+
+def _since_process_start() -> float:
+    """Seconds from this process's start to now: the interpreter, our imports, the flags."""
+    import psutil
+
+    return round(max(0.0, time.time() - psutil.Process().create_time()), 3)
 
 
 def reason_of(exc: BaseException) -> str:

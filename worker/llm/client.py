@@ -184,11 +184,15 @@ class OpenAIModel:
         *,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        only: Sequence[str] | None = None,
     ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
 
         `temperature` overrides the configured one for this call only (the loop raises it to
-        break a repeat). `timeout_s` bounds the whole call, retries included: when it runs out
+        break a repeat). `only` names the tools this reply may call: in json_schema mode the
+        reply's schema holds only those (the prompt still describes every tool, so a server's
+        prompt cache still holds); native and text modes cannot enforce it and ignore it.
+        `timeout_s` bounds the whole call, retries included: when it runs out
         the call raises CallOutOfTime. A request too long for the model's window raises
         ContextTooLong (never retried, never a reason to switch mode).
 
@@ -200,7 +204,7 @@ class OpenAIModel:
         stop_at = None if timeout_s is None else time.monotonic() + timeout_s
         mode = self._mode
         try:
-            reply = self._call(messages, tools, mode, temperature, stop_at)
+            reply = self._call(messages, tools, mode, temperature, stop_at, only)
         except ModelBadRequest as exc:
             if isinstance(exc, ContextTooLong):
                 raise
@@ -226,6 +230,7 @@ class OpenAIModel:
         tools: Sequence[ToolSpec],
         mode: WireMode,
         temperature: float | None = None,
+        only: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, self._cap_key: self.max_completion_tokens}
         chosen = self.temperature if temperature is None else temperature
@@ -241,7 +246,10 @@ class OpenAIModel:
         if tools:
             turns = with_system_addition(turns, tool_prompt(tools, mode=mode))
             if mode == "json_schema":
-                body["response_format"] = action_response_format(tools)
+                allowed = [t for t in tools if only is None or t.name in only]
+                body["response_format"] = action_response_format(
+                    allowed or tools, final=only is None
+                )
         body["messages"] = turns
         return body
 
@@ -252,8 +260,9 @@ class OpenAIModel:
         mode: WireMode,
         temperature: float | None = None,
         stop_at: float | None = None,
+        only: Sequence[str] | None = None,
     ) -> ModelReply:
-        body = self._request(messages, tools, mode, temperature)
+        body = self._request(messages, tools, mode, temperature, only)
         completion, attempts = self._send(body, stop_at)
         if not getattr(completion, "choices", None):
             raise ModelUnavailable(f"model endpoint {self.base_url} returned no choices")

@@ -17,20 +17,22 @@ _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.D
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
-def action_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
-    """JSON Schema of one action: a `oneOf` branch per tool plus the final answer."""
+def action_schema(tools: Sequence[ToolSpec], *, final: bool = True) -> dict[str, Any]:
+    """JSON Schema of one action: a `oneOf` branch per tool plus (with `final`) the final
+    answer."""
 
     def branch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         properties = {"tool": {"const": name}, "arguments": arguments}
         return {"type": "object", "properties": properties, "required": ["tool", "arguments"]}
 
-    final = {"type": "object", "properties": {"summary": {"type": "string"}}}
-    return {"oneOf": [branch(t.name, t.parameters) for t in tools] + [branch(FINAL_ANSWER, final)]}
+    answer = {"type": "object", "properties": {"summary": {"type": "string"}}}
+    branches = [branch(t.name, t.parameters) for t in tools]
+    return {"oneOf": branches + ([branch(FINAL_ANSWER, answer)] if final else [])}
 
 
-def action_response_format(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+def action_response_format(tools: Sequence[ToolSpec], *, final: bool = True) -> dict[str, Any]:
     """The `response_format` request parameter of json_schema mode."""
-    schema = {"name": "action", "strict": False, "schema": action_schema(tools)}
+    schema = {"name": "action", "strict": False, "schema": action_schema(tools, final=final)}
     return {"type": "json_schema", "json_schema": schema}
 
 

@@ -48,6 +48,7 @@ class Model(Protocol):
         *,
         temperature: float | None = None,
         timeout_s: float | None = None,
+        only: Sequence[str] | None = None,
     ) -> ModelReply: ...
 
 
@@ -96,12 +97,17 @@ class Agent:
     cost_of: Callable[[Usage], float | None] = lambda _u: None
     on_step: Callable[[StepInfo], None] = lambda _s: None
     max_context_chars: int = 60_000
+    # The tools the first reply may call (json_schema mode enforces it): the edit tools when the
+    # first message already shows the code the failing tests reach. None: any tool.
+    first_tools: Sequence[str] | None = None
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
     _claims: int = 0
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _repeating: bool = False
+    _only: Sequence[str] | None = None  # the tools the next reply may call; None: any
+    _names: tuple[str, ...] = ()
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
     baseline: TestRun | None = None
     last_tests: TestRun | None = None
@@ -111,6 +117,8 @@ class Agent:
     def run(self, goal: str, baseline: TestRun, listing: str, sources: str = "") -> LoopResult:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
         specs = self.env.tool_specs()
+        self._names = tuple(spec.name for spec in specs)
+        self._only = self.first_tools
         self.baseline = self.last_tests = baseline
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompts.system_prompt([s.name for s in specs])},
@@ -186,7 +194,7 @@ class Agent:
         while True:
             try:
                 reply = self.model.complete(
-                    sent, specs, temperature=warmer, timeout_s=self._time_left()
+                    sent, specs, temperature=warmer, timeout_s=self._time_left(), only=self._only
                 )
                 break
             except CallOutOfTime as exc:
@@ -200,6 +208,7 @@ class Agent:
                 sent = self._shrink(messages, sent, exc)
         took = time.monotonic() - started
         self.model_seconds += took
+        only, self._only = self._only, None
         cost = self.cost_of(reply.usage)
         self.usage = replace(
             self.usage,
@@ -219,6 +228,7 @@ class Agent:
             completion_tokens=reply.usage.completion_tokens,
             duration_s=round(took, 3),
             mode=reply.mode,
+            only=list(only) if only is not None else None,
             finish_reason=reply.finish_reason,
             attempts=reply.attempts,
             content=reply.content,
@@ -287,6 +297,9 @@ class Agent:
             raise Stuck(f"the model repeated the same {call.name} call with the same result")
         if verdict == "nudge":
             self._repeating = True
+            # A small model repeats a call even when told not to: the next reply may not call
+            # that tool (where the endpoint's mode can enforce it).
+            self._only = [name for name in self._names if name != call.name] or None
             observation = replace(
                 observation,
                 text=observation.text + "\n\n" + prompts.NUDGE.format(n=self._stuck.nudge_at),

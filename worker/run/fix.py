@@ -215,6 +215,19 @@ class FixRun:
             session=session, registry=registry, context=context, prepared=prepared,
             limits=config.limits, run_dir=req.out / "run",
         )  # fmt: skip
+        listing = registry.call("list_dir", {}, context).text
+        sources = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
+        edits = [name for name in ("replace", "apply_patch") if name in registry.names]
+        # The code the failing tests reach is in the first message: with first_edit, the first
+        # reply must be an edit of it (where the endpoint's mode can enforce that).
+        first_tools = edits if sources and config.first_edit else None
+        if not sources:  # no definition found: the whole files the failures point at
+            sources = "\n\n".join(
+                registry.call("read_file", {"path": rel}, context).text
+                for rel in implicated_files(
+                    baseline, workspace=context.workspace, paths=config.paths
+                )
+            )
         price = req.price
         agent = Agent(
             model=model,
@@ -224,16 +237,8 @@ class FixRun:
             cost_of=(lambda u: pricing.cost(price, u)) if price else (lambda u: None),
             on_step=self.progress.step,
             max_context_chars=LOCAL_CONTEXT_CHARS if req.endpoint.local else REMOTE_CONTEXT_CHARS,
+            first_tools=first_tools,
         )
-        listing = registry.call("list_dir", {}, context).text
-        sources = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
-        if not sources:  # no definition found: the whole files the failures point at
-            sources = "\n\n".join(
-                registry.call("read_file", {"path": rel}, context).text
-                for rel in implicated_files(
-                    baseline, workspace=context.workspace, paths=config.paths
-                )
-            )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
                 return agent.run(req.goal, baseline, listing, sources)
