@@ -37,6 +37,7 @@ def tools(make_repo, open_sandbox):
         "src/app.py": APP,
         "src/long.py": "".join(f"value_{i} = {i}\n" for i in range(1, 451)),
         "src/wide.py": "x = '" + "w" * 5000 + "'\n",
+        "src/slug.py": 'SEP = "-"\n\n\ndef slug(words):\n    return SEP.join(words)\n',
         "tests/test_app.py": "def test_add():\n    assert 1 + 2 == 3\n",
         ".env": "SECRET=hunter2\n",
         "deploy/server.pem": "-----BEGIN PRIVATE KEY-----\n",
@@ -108,7 +109,7 @@ def test_list_dir_marks_dirs_and_hides_noise_and_secrets(tools) -> None:
     assert "etc_dir_link" not in root.text
 
     src = tools("list_dir", path="src")
-    assert src.text.splitlines()[1:4] == ["app.py", "long.py", "wide.py"]
+    assert src.text.splitlines()[1:5] == ["app.py", "long.py", "slug.py", "wide.py"]
     assert "(left out: __pycache__)" in src.text
     deploy = tools("list_dir", path="deploy")
     assert "server.pem" not in deploy.text and "(empty)" in deploy.text
@@ -160,6 +161,15 @@ def test_search_falls_back_to_plain_text_when_the_regex_finds_nothing(tools) -> 
     assert "  5: def mul(a, b):" in obs.text
     nothing = tools("search", pattern="def div(a, b):")
     assert nothing.data["matches"] == 0 and "plain text" not in nothing.text
+
+
+def test_search_tries_either_quote_and_any_spacing_when_nothing_matches(tools) -> None:
+    # What pytest's failure shows ('-') is not what the source says ("-").
+    obs = tools("search", pattern="SEP = '-'")
+    assert obs.ok and obs.data["matches"] == 1
+    assert obs.text.startswith("no matches as written; searched as text with either quote")
+    assert '  1: SEP = "-"' in obs.text
+    assert tools("search", pattern="SEP = '+'").data["matches"] == 0
 
 
 def test_search_skips_binary_files(tools, tmp_path: Path) -> None:

@@ -77,7 +77,34 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         if as_text.data["matches"]:
             note = "no matches as a regular expression; searched as plain text instead:\n"
             return replace(as_text, text=note + as_text.text)
+    loose = _loose_text(pattern)
+    if observation.data["matches"] == 0 and loose and not observation.data["timed_out"]:
+        # Text copied from a test's failure: pytest shows 'x' where the source says "x".
+        near = _render(loose, rel, files, *_scan(loose, files))
+        if near.data["matches"]:
+            note = (
+                "no matches as written; searched as text with either quote (' or \") and any "
+                "spacing instead:\n"
+            )
+            return replace(near, text=note + near.text)
     return observation
+
+
+def _loose_text(pattern: str) -> str:
+    """`pattern` as plain text where each quote matches either quote and each run of spaces
+    any spacing; '' when it has neither (nothing to loosen)."""
+    if not re.search(r"['\"\s]", pattern.strip()):
+        return ""
+    parts = re.split(r"(['\"]|\s+)", pattern.strip())
+    out = []
+    for part in parts:
+        if part in ("'", '"'):
+            out.append("['\"]")
+        elif part and part.isspace():
+            out.append(r"\s*")
+        elif part:
+            out.append(re.escape(part))
+    return "".join(out)
 
 
 def _scan(pattern: str, files: list[list[str]]) -> tuple[str, bool]:
