@@ -149,7 +149,9 @@ class WorkerConfig:
     truncation: Truncation = field(default_factory=Truncation)
     tool_mode: ToolMode = "auto"
     edit_tools: EditTools = "both"
-    first_edit: bool = False  # the first reply must edit the code the first message shows
+    # The first reply must edit the code the first message shows; None: for the bundled model
+    # only (measured in docs/evaluation.md).
+    first_edit: bool | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -292,7 +294,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         truncation=Truncation(**merged.get("output", {})),
         tool_mode=merged.get("tool_mode", "auto"),
         edit_tools=merged.get("edit_tools", "both"),
-        first_edit=bool(merged.get("first_edit", False)),
+        first_edit=merged.get("first_edit"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

@@ -369,6 +369,30 @@ def test_json_schema_mode_for_models_without_native_tool_calls(make_repo, tmp_pa
     assert printed["status"] == "fixed" and printed["tool_mode"] == "json_schema"
 
 
+def test_first_edit_holds_the_first_reply_to_the_edit_tools_with_the_code_shown(
+    make_repo, tmp_path
+):
+    repo = make_repo(BUGGY)
+    edit = {
+        "tool": "replace",
+        "arguments": {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"},
+    }
+    with ScriptedServer(script=[text(json.dumps(edit))]) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--tool-mode", "json_schema", "--first-edit",
+            base_url=server.base_url,
+        )  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    sent = server.requests[0]
+    branches = sent["response_format"]["json_schema"]["schema"]["oneOf"]
+    assert [b["properties"]["tool"]["const"] for b in branches] == ["replace", "apply_patch"]
+    # The first message shows the function the failing test reaches, numbered for copying.
+    task = sent["messages"][1]["content"]
+    assert "Source code the failing tests use:\ncalc.py: mean, lines 1-2" in task
+    assert "2|     return sum(values) / (len(values) - 1)" in task
+
+
 def test_text_mode_parses_tool_call_blocks(make_repo, tmp_path):
     repo = make_repo(BUGGY)
     reply = (

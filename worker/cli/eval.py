@@ -56,7 +56,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         "--first-edit",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="the first reply must edit the code shown (json_schema mode enforces it)",
+        help="the first reply must edit the code shown (default: for the bundled model only)",
     )
     p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
     p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")

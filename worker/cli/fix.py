@@ -71,7 +71,7 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
         "--first-edit",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="the first reply must edit the code shown (json_schema mode enforces it)",
+        help="the first reply must edit the code shown (default: for the bundled model only)",
     )
     p.add_argument("--quiet", action="store_true", help="plain progress lines")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")

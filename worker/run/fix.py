@@ -220,7 +220,8 @@ class FixRun:
         edits = [name for name in ("replace", "apply_patch") if name in registry.names]
         # The code the failing tests reach is in the first message: with first_edit, the first
         # reply must be an edit of it (where the endpoint's mode can enforce that).
-        first_tools = edits if sources and config.first_edit else None
+        first_edit = req.endpoint.local if config.first_edit is None else config.first_edit
+        first_tools = edits if sources and first_edit else None
         if not sources:  # no definition found: the whole files the failures point at
             sources = "\n\n".join(
                 registry.call("read_file", {"path": rel}, context).text
