@@ -82,7 +82,7 @@ def test_an_assertion_failure_leads_through_the_package_init_to_the_function(tmp
             traceback="tests/test_mit.py:11: in test_true",
         )
     )
-    code = implicated_code(run, workspace=ws, paths=PathPolicy())
+    code = implicated_code(run, workspace=ws, paths=PathPolicy()).text
     # all_equal is reached through the test file's helper `check`, and lives in recipes.py,
     # which neither the traceback nor the test's imports name.
     assert code.startswith("mit/recipes.py: all_equal, lines 8-11 of 11")
@@ -100,7 +100,7 @@ def test_a_source_frame_in_the_traceback_shows_its_enclosing_function_first(tmp_
             traceback="tests/test_mit.py:14: in test_chunks\nmit/recipes.py:5: in take",
         )
     )
-    code = implicated_code(run, workspace=ws, paths=PathPolicy())
+    code = implicated_code(run, workspace=ws, paths=PathPolicy()).text
     first, second = code.split("\n\n")
     assert first.startswith("mit/recipes.py: take, lines 4-5")
     assert second.startswith("mit/more.py: chunked, lines 1-3")
@@ -113,4 +113,37 @@ def test_nothing_found_gives_nothing_and_test_files_are_never_shown_as_source(tm
             test_id="tests/test_mit.py::test_missing", kind="failure", message="", traceback=""
         )
     )
-    assert implicated_code(run, workspace=ws, paths=PathPolicy()) == ""
+    assert implicated_code(run, workspace=ws, paths=PathPolicy()).text == ""
+
+
+def test_tests_inherited_from_a_mixin_and_a_long_class_shown_as_an_outline(tmp_path):
+    body = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(40))
+    files = {
+        "box/__init__.py": "class Box:\n    def __setitem__(self, key, value):\n        pass\n\n"
+        + body,
+        "tests/mixin.py": (
+            "class BoxMixin:\n    def test_store(self):\n        b = self.Box()\n"
+            "        b[1] = 2\n        assert b.peek(1) == 2\n"
+        ),
+        "tests/test_box.py": (
+            "import unittest\nfrom box import Box\nfrom . import mixin\n\n\n"
+            "class BoxTest(unittest.TestCase, mixin.BoxMixin):\n    Box = Box\n"
+        ),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    run = failing(
+        TestFailure(
+            test_id="tests/test_box.py::BoxTest::test_store",
+            kind="failure",
+            message="AssertionError",
+            traceback="tests/mixin.py:5: in test_store",
+        )
+    )
+    shown = implicated_code(run, workspace=tmp_path, paths=PathPolicy())
+    # The test is defined in the mixin, not in test_box.py: its names are still followed.
+    assert shown.text.startswith("box/__init__.py: class Box, lines 1-")
+    assert "(outline)" in shown.text and "  2|     def __setitem__(self, key, value):" in shown.text
+    # Only an outline: no whole function is shown, so no edit is forced on the first reply.
+    assert not shown.shows_code

@@ -59,8 +59,12 @@ def called_names(test_file: Path, test_id: str) -> list[str]:
     tree = _parse(test_file)
     if tree is None:
         return []
-    parts = test_id.split("::")[1:]
-    func = _find(tree, [re.sub(r"\[.*$", "", p) for p in parts])
+    parts = [re.sub(r"\[.*$", "", p) for p in test_id.split("::")[1:]]
+    func = _find(tree, parts)
+    if func is None and len(parts) == 2:
+        # A test class that inherits its tests (a mixin in a sibling module): the method by name
+        # in any class of the test file's folder.
+        func, tree = _inherited(test_file, parts[1]) or (None, tree)
     if func is None:
         return []
     helpers = {
@@ -73,6 +77,19 @@ def called_names(test_file: Path, test_id: str) -> list[str]:
         if name in helpers and helpers[name] is not func:
             names += _names(helpers[name])
     return [n for n in dict.fromkeys(names) if n not in _SKIP and not n.startswith("assert")]
+
+
+def _inherited(test_file: Path, name: str) -> tuple[ast.AST, ast.Module] | None:
+    for sibling in sorted(test_file.parent.glob("*.py"))[:MAX_FILES]:
+        tree = _parse(sibling)
+        if tree is None:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                found = _find(ast.Module(body=node.body, type_ignores=[]), [name])
+                if found is not None:
+                    return found, tree
+    return None
 
 
 def frames(text: str) -> list[tuple[str, int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from policies.paths import PathPolicy
@@ -81,13 +82,22 @@ def _is_file_inside(workspace: Path, rel: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Grounding:
+    """The code shown in the first message, and whether any of it is a whole function (not
+    only a long class's outline)."""
+
+    text: str = ""
+    shows_code: bool = False
+
+
 def implicated_code(
     run: TestRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
-) -> str:
-    """The definitions the failing tests lead to, numbered as read_file numbers lines; '' when
-    none is found (the caller then shows whole files)."""
+) -> Grounding:
+    """The definitions the failing tests lead to, numbered as read_file numbers lines; empty
+    when none is found (the caller then shows whole files)."""
     if run.summary is None or not run.summary.failures:
-        return ""
+        return Grounding()
     failures = run.summary.failures[:5]
     near = implicated_files(run, workspace=workspace, paths=paths, limit=10)
     candidates = _package_files(workspace, near, paths)
@@ -133,8 +143,11 @@ def _one(found: list[definitions.Definition], name: str) -> definitions.Definiti
     return found[0] if len(found) == 1 else None
 
 
-def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines: int) -> str:
+def _render(
+    workspace: Path, chosen: list[definitions.Definition], *, max_lines: int
+) -> Grounding:
     shown: list[str] = []
+    code = False
     used = 0
     seen: set[tuple[str, int]] = set()
     for d in chosen:
@@ -148,4 +161,5 @@ def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines:
             continue
         shown.append(text)
         used += size
-    return "\n\n".join(shown)
+        code = code or not d.outline
+    return Grounding(text="\n\n".join(shown), shows_code=code)

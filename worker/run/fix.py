@@ -216,17 +216,18 @@ class FixRun:
             limits=config.limits, run_dir=req.out / "run",
         )  # fmt: skip
         listing = registry.call("list_dir", {}, context).text
-        sources = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
+        grounding = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
         edits = [name for name in ("replace", "apply_patch") if name in registry.names]
         # The code the failing tests reach is in the first message: with first_edit, the first
         # reply must be an edit of it (where the endpoint's mode can enforce that).
         first_edit = req.endpoint.local if config.first_edit is None else config.first_edit
-        first_tools = edits if sources and first_edit else None
-        if not sources:  # no definition found: the whole files the failures point at
+        first_tools = edits if grounding.shows_code and first_edit else None
+        sources = grounding.text
+        if not sources:  # no definition found: the start of the files the failures point at
             sources = "\n\n".join(
-                registry.call("read_file", {"path": rel}, context).text
+                registry.call("read_file", {"path": rel, "end_line": 120}, context).text
                 for rel in implicated_files(
-                    baseline, workspace=context.workspace, paths=config.paths
+                    baseline, workspace=context.workspace, paths=config.paths, limit=2
                 )
             )
         price = req.price
