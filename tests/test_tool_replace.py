@@ -93,6 +93,14 @@ def test_a_snippet_not_in_the_file_shows_the_closest_lines(env):
     assert (ws / "src/mid.py").read_text() == MID
 
 
+def test_sending_an_edit_already_made_says_so(env):
+    call, ws = env
+    assert call("src/mid.py", "(lo + hi) // 3", "(lo + hi) / 3").ok
+    again = call("src/mid.py", "(lo + hi) // 3", "(lo + hi) / 3")
+    assert not again.ok and "this edit was made already" in again.text
+    assert "3|     return (lo + hi) / 3" in again.text
+
+
 def test_a_snippet_like_nothing_in_a_short_file_shows_the_whole_file(env):
     call, ws = env
     # Seen from the bundled model: an example's text, copied instead of the file's.

@@ -115,7 +115,8 @@ def _replaced(text: str, old: str, new: str) -> tuple[str | None, str]:
             f"old fits {len(places)} places (lines {starts}) once indentation is set aside; "
             "nothing was changed. Include more surrounding lines."
         )
-    return None, _not_found(lines, old)
+    done = _already_there(text, lines, new)
+    return None, done or _not_found(lines, old)
 
 
 def _places(lines: list[str], old: str, new: str) -> list[_Place]:
@@ -210,6 +211,21 @@ def _shifted(line: str, shift: int) -> str:
     if shift > 0:
         return " " * shift + line
     return line[min(-shift, _indent(line)) :]
+
+
+def _already_there(text: str, lines: list[str], new: str) -> str:
+    """When `old` is gone but `new` is there: the edit was made already (a small model sends
+    its applied edit again and again)."""
+    if not new.strip() or new not in text:
+        return ""
+    at = text[: text.index(new)].count("\n")
+    lo, hi = max(0, at - 1), min(len(lines), at + new.count("\n") + 2)
+    shown = "\n".join(f"{n + 1}| {lines[n]}" for n in range(lo, hi))
+    return (
+        "old is not in the file, and new already is: this edit was made already (the tests "
+        f"after it are above). Nothing was changed. The lines now:\n{shown}\n"
+        "If the tests still fail, the bug is elsewhere or needs a different change."
+    )
 
 
 def _not_found(lines: list[str], old: str) -> str:
