@@ -107,6 +107,7 @@ def config_schema() -> dict[str, Any]:
             "tool_mode": {"enum": list(TOOL_MODES)},
             "edit_tools": {"enum": list(EDIT_TOOLS)},
             "first_edit": {"type": "boolean"},
+            "undo_worse_edits": {"type": "boolean"},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -152,6 +153,8 @@ class WorkerConfig:
     # The first reply must edit the code the first message shows; None: for the bundled model
     # only (measured in docs/evaluation.md).
     first_edit: bool | None = None
+    # An edit after which more tests fail is undone; None: for the bundled model only.
+    undo_worse_edits: bool | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -295,6 +298,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         tool_mode=merged.get("tool_mode", "auto"),
         edit_tools=merged.get("edit_tools", "both"),
         first_edit=merged.get("first_edit"),
+        undo_worse_edits=merged.get("undo_worse_edits"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

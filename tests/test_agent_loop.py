@@ -115,6 +115,7 @@ class MemoryEnvironment:
         self.suite = suite
         self.clean_copy_breaks = clean_copy_breaks
         self.verifications = 0
+        self.before_edit: dict[str, str] = {}
 
     def tool_specs(self) -> list[ToolSpec]:
         return [
@@ -126,8 +127,14 @@ class MemoryEnvironment:
         args = call.arguments or {}
         if call.name == "read_file":
             return Observation(ok=True, text=self.files.get(args["path"], "no such file"))
+        self.before_edit = {args["path"]: self.files.get(args["path"], "")}
         self.files[args["path"]] = args["content"]
         return Observation(ok=True, text="written", changed_files=(args["path"],))
+
+    def undo_last_edit(self) -> bool:
+        before, self.before_edit = self.before_edit, {}
+        self.files.update(before)
+        return bool(before)
 
     def run_tests(self) -> TestRun:
         return suite_run(self.files, self.suite)
@@ -283,3 +290,21 @@ def test_old_observations_are_collapsed_to_fit_the_context(tmp_path):
     asked = {c["id"] for m in last if m.get("tool_calls") for c in m["tool_calls"]}
     answered = {m["tool_call_id"] for m in last if m["role"] == "tool"}
     assert asked == answered
+
+
+def test_an_edit_that_makes_more_tests_fail_is_undone_and_the_model_told(tmp_path):
+    def suite(files: dict[str, str]) -> dict[str, str]:
+        outcomes = mean_suite(files)
+        if "BROKEN" in files["calc.py"]:
+            outcomes["tests/test_calc.py::test_sum"] = "failed"
+        return outcomes
+
+    env = MemoryEnvironment({"calc.py": BUGGY}, suite=suite)
+    model = ScriptedModel([call("write_file", path="calc.py", content=BUGGY + "BROKEN\n"),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.undo_worse_edits = True
+    assert start(agent, env).fixed
+    told = model.requests[1]["messages"][-1]["content"]
+    assert "made more tests fail (2) than before it (1), so the harness undid it" in told
+    assert env.files["calc.py"] == FIXED and "BROKEN" not in env.diff()

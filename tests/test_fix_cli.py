@@ -393,6 +393,30 @@ def test_first_edit_holds_the_first_reply_to_the_edit_tools_with_the_code_shown(
     assert "2|     return sum(values) / (len(values) - 1)" in task
 
 
+def test_an_edit_that_makes_more_tests_fail_is_undone_in_the_sandbox(make_repo, tmp_path):
+    repo = make_repo(
+        {
+            **BUGGY,
+            "calc.py": BUGGY["calc.py"] + "\n\ndef add(a, b):\n    return a + b\n",
+            "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n"
+            "    assert add(2, 3) == 5\n",
+        }
+    )
+    worse = {"path": "calc.py", "old": "return a + b", "new": "return a * b"}
+    good = {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"}
+    script = [tool_call("replace", worse), tool_call("replace", good)]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", "--undo-worse-edits", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    told = server.requests[1]["messages"][-1]["content"]
+    assert "made more tests fail (2) than before it (1), so the harness undid it" in told
+    patch = (tmp_path / "out" / "fix.patch").read_text()
+    assert "return a * b" not in patch and "+    return sum(values) / len(values)" in patch
+    events = [json.loads(line)["type"] for line in (tmp_path / "out" / "trace.jsonl").open()]
+    assert "undone" in events
+
+
 def test_text_mode_parses_tool_call_blocks(make_repo, tmp_path):
     repo = make_repo(BUGGY)
     reply = (

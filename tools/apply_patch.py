@@ -124,6 +124,32 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     return applied
 
 
+def remember(paths: list[str], ctx: ToolContext) -> dict[str, _Original]:
+    """The files at `paths` (those the policy lets the model write) as they are now, to put
+    back with `restore`."""
+    kept = {}
+    for rel in paths:
+        try:
+            kept[rel] = _remember(ctx.paths.resolve(ctx.workspace, rel, write=True))
+        except PathRefused:
+            continue
+    return kept
+
+
+def restore(originals: dict[str, _Original]) -> list[str]:
+    """Put files back as `remember` found them; returns the paths that had changed."""
+    return _restore(originals)
+
+
+def patched_paths(patch: str) -> list[str]:
+    """The paths a unified diff names (`--- a/X`, `+++ b/X`), in order, without duplicates."""
+    found = []
+    for line in patch.splitlines():
+        if line.startswith(("--- a/", "+++ b/")):
+            found.append(line[6:].split("\t")[0].strip())
+    return list(dict.fromkeys(found))
+
+
 def _remember(real: Path) -> _Original:
     try:
         info = real.lstat()

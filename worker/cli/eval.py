@@ -28,6 +28,7 @@ FIX_FLAGS: tuple[str, ...] = (
     "--tool-mode",
     "--edit-tools",
     "--first-edit",
+    "--undo-worse-edits",
 )
 
 
@@ -57,6 +58,12 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="the first reply must edit the code shown (default: for the bundled model only)",
+    )
+    p.add_argument(
+        "--undo-worse-edits",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="undo an edit that makes more tests fail (default: for the bundled model only)",
     )
     p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
     p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")

@@ -73,6 +73,12 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
         default=None,
         help="the first reply must edit the code shown (default: for the bundled model only)",
     )
+    p.add_argument(
+        "--undo-worse-edits",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="undo an edit that makes more tests fail (default: for the bundled model only)",
+    )
     p.add_argument("--quiet", action="store_true", help="plain progress lines")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_backend_argument(p)
@@ -170,6 +176,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "tool_mode": args.tool_mode,
             "edit_tools": args.edit_tools,
             "first_edit": args.first_edit,
+            "undo_worse_edits": args.undo_worse_edits,
         },
     )
     endpoint = choose_endpoint(args, config)

@@ -60,6 +60,7 @@ class Environment(Protocol):
     def run_tests(self) -> TestRun: ...
     def diff(self) -> str: ...
     def verify(self, patch: str) -> TestRun: ...
+    def undo_last_edit(self) -> bool: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +101,8 @@ class Agent:
     # The tools the first reply may call (json_schema mode enforces it): the edit tools when the
     # first message already shows the code the failing tests reach. None: any tool.
     first_tools: Sequence[str] | None = None
+    # An edit after which more tests fail than before it is undone, and the model told.
+    undo_worse_edits: bool = False
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
@@ -254,14 +257,23 @@ class Agent:
 
     def _act(self, call: ToolCall) -> Observation:
         started = time.monotonic()
+        before = self.last_tests
         observation = self.env.call_tool(call)
         if observation.changed_files:
             # After each applied patch the harness runs the tests: one step saved, facts given.
             self.last_tests = self.env.run_tests()
-            observation = replace(
-                observation,
-                text=observation.text + "\n\nTests after this patch:\n" + self.last_tests.render(),
-            )
+            text = observation.text + "\n\nTests after this patch:\n" + self.last_tests.render()
+            if (
+                self.undo_worse_edits
+                and _failing(self.last_tests) > _failing(before)
+                and self.env.undo_last_edit()
+            ):
+                text += "\n\n" + prompts.UNDONE.format(
+                    after=_count(self.last_tests), before=_count(before)
+                )
+                self.trace.event("undone", step=self.usage.steps, files=observation.changed_files)
+                self.last_tests = before
+            observation = replace(observation, text=text)
         elif observation.tests is not None and not observation.tests.test_ids:
             self._suite_run = observation.tests
         verdict = self._stuck.observe(
@@ -386,6 +398,18 @@ class Agent:
         return prompts.VERIFY_FAILED.format(
             verdict=self.last_verdict.describe(), tests=self.last_verification.render()
         )
+
+
+def _failing(tests: TestRun | None) -> float:
+    """Failing tests of a run; a run without a readable report counts as worst."""
+    if tests is None or tests.summary is None:
+        return float("inf")
+    return float(len(tests.summary.failures))
+
+
+def _count(tests: TestRun | None) -> str:
+    failing = _failing(tests)
+    return "the suite no longer runs" if failing == float("inf") else f"{failing:.0f}"
 
 
 def _complete_calls(reply: ModelReply) -> bool:

@@ -143,9 +143,7 @@ def _one(found: list[definitions.Definition], name: str) -> definitions.Definiti
     return found[0] if len(found) == 1 else None
 
 
-def _render(
-    workspace: Path, chosen: list[definitions.Definition], *, max_lines: int
-) -> Grounding:
+def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines: int) -> Grounding:
     shown: list[str] = []
     code = False
     used = 0

@@ -39,6 +39,10 @@ NUDGE = """\
 You made the same call with the same result {n} times. Repeating it will not help: \
 try something different (read another file, or change your patch)."""
 
+UNDONE = """\
+This edit made more tests fail ({after}) than before it ({before}), so the harness undid it: \
+the files are as they were before this edit. Try a different change."""
+
 CUT_OFF = """\
 Your answer was cut off at {tokens} tokens and was not run. Send one short tool call: \
 read a smaller part of a file, or a patch of a few lines."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from itertools import count
 from pathlib import Path
+from typing import Any
 
 from policies.limits import Limits
 from sandbox.prepare import Prepared
 from sandbox.session import SandboxSession
 from sandbox.testrun import TestRun, run_tests
 from sandbox.verify import CleanCheck
+from tools import apply_patch
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
 from worker.llm.types import ToolCall, ToolSpec
@@ -37,6 +39,7 @@ class SandboxEnvironment:
         self._verifications = count(1)
         self._edited: set[str] = set()
         self._ready: CleanCheck | None = None
+        self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
 
     def __enter__(self) -> SandboxEnvironment:
         """Start preparing the first clean check while the model works."""
@@ -53,9 +56,20 @@ class SandboxEnvironment:
         return self._registry.specs()
 
     def call_tool(self, call: ToolCall) -> Observation:
+        args = call.arguments or {}
+        touched = _edit_paths(call.name, args)
+        before = apply_patch.remember(touched, self._context) if touched else {}
         obs = self._registry.call(call.name, call.arguments, self._context, raw_error=call.error)
         self._edited.update(obs.changed_files)
+        if obs.changed_files:
+            self._before_edit = {p: o for p, o in before.items() if p in obs.changed_files}
         return obs
+
+    def undo_last_edit(self) -> bool:
+        """Put the files the last edit changed back as they were before it; False when there
+        is nothing to undo."""
+        before, self._before_edit = self._before_edit, {}
+        return bool(before) and bool(apply_patch.restore(before))
 
     def run_tests(self) -> TestRun:
         if self._context.tests is not None:
@@ -101,3 +115,12 @@ class SandboxEnvironment:
             isolation=self._prepared.isolation,
             protect=lambda rel: not self._context.paths.is_writable(rel),
         )
+
+
+def _edit_paths(tool: str, args: dict[str, Any]) -> list[str]:
+    """The files an edit call may change, before it runs."""
+    if tool == "replace" and isinstance(args.get("path"), str):
+        return [args["path"]]
+    if tool == "apply_patch" and isinstance(args.get("patch"), str):
+        return apply_patch.patched_paths(args["patch"])
+    return []

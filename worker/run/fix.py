@@ -240,6 +240,9 @@ class FixRun:
             on_step=self.progress.step,
             max_context_chars=LOCAL_CONTEXT_CHARS if req.endpoint.local else REMOTE_CONTEXT_CHARS,
             first_tools=first_tools,
+            undo_worse_edits=req.endpoint.local
+            if config.undo_worse_edits is None
+            else config.undo_worse_edits,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
