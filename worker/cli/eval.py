@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sandbox.client import connect
 from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED
+from worker.cli.loop_flags import LOOP_FLAGS, add_loop_arguments
 from worker.errors import UsageError
 from worker.evaluate.batch import BatchResult, EvalBatch, EvalBudget, EvalSettings
 from worker.evaluate.results import write_results
@@ -25,10 +26,7 @@ FIX_FLAGS: tuple[str, ...] = (
     "--test-timeout",
     "--image",
     "--policy",
-    "--tool-mode",
-    "--edit-tools",
-    "--first-edit",
-    "--undo-worse-edits",
+    *LOOP_FLAGS,
 )
 
 
@@ -46,25 +44,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test-timeout", type=float, default=None, help="seconds per test run")
     p.add_argument("--image", default=None, help="sandbox image")
     p.add_argument("--policy", default=None, help="preset: default, strict or ci")
-    p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
-    p.add_argument(
-        "--edit-tools",
-        default=None,
-        choices=["patch", "replace", "both"],
-        help="edit tools the model gets (default both)",
-    )
-    p.add_argument(
-        "--first-edit",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="the first reply must edit the code shown (default: for the bundled model only)",
-    )
-    p.add_argument(
-        "--undo-worse-edits",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="undo an edit that makes more tests fail (default: for the bundled model only)",
-    )
+    add_loop_arguments(p)
     p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
     p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")
     p.add_argument("--max-total-time", type=float, default=None, help="seconds, whole eval")

@@ -17,6 +17,7 @@ from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
 from sandbox.workspace import remove_dir
 from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED, EXPECTED, exit_code_for
+from worker.cli.loop_flags import add_loop_arguments
 from worker.cli.out_of_space import known_error
 from worker.cli.progress import ProgressPrinter
 from worker.errors import UsageError
@@ -60,25 +61,7 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
         p.set_defaults(apply=False, branch=None)
     p.add_argument("--image", default=None, help="sandbox image")
     p.add_argument("--policy", default=None, help="preset: default, strict or ci")
-    p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
-    p.add_argument(
-        "--edit-tools",
-        default=None,
-        choices=["patch", "replace", "both"],
-        help="edit tools the model gets (default both)",
-    )
-    p.add_argument(
-        "--first-edit",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="the first reply must edit the code shown (default: for the bundled model only)",
-    )
-    p.add_argument(
-        "--undo-worse-edits",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="undo an edit that makes more tests fail (default: for the bundled model only)",
-    )
+    add_loop_arguments(p)
     p.add_argument("--quiet", action="store_true", help="plain progress lines")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     add_backend_argument(p)

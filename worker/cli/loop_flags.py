@@ -1,0 +1,32 @@
+"""The flags that shape the agent loop, shared by `worker fix` (and `worker ci`) and `worker eval`
+(which passes them on to each task's `worker fix`)."""
+
+from __future__ import annotations
+
+import argparse
+
+# The flags `add_loop_arguments` adds, as `worker eval` passes them on.
+LOOP_FLAGS: tuple[str, ...] = ("--tool-mode", "--edit-tools", "--first-edit", "--undo-worse-edits")
+
+
+def add_loop_arguments(p: argparse.ArgumentParser) -> None:
+    """How the model's calls are sent and which edits and loop aids it gets."""
+    p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
+    p.add_argument(
+        "--edit-tools",
+        default=None,
+        choices=["patch", "replace", "both"],
+        help="edit tools the model gets (default both)",
+    )
+    p.add_argument(
+        "--first-edit",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the first reply must edit the code shown (default: for the bundled model only)",
+    )
+    p.add_argument(
+        "--undo-worse-edits",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="undo an edit that makes more tests fail (default: for the bundled model only)",
+    )
