@@ -70,7 +70,8 @@ def make_repo(parent: Path, files: int) -> Path:
         if i % 100 == 0:
             folder.mkdir(parents=True)
         (folder / f"m{i:05d}.py").write_text(MODULE.format(i=i))
-    ident = ["-c", "user.name=b", "-c", "user.email=b@b"]
+    # No automatic gc in the background: it would collide with the explicit one below.
+    ident = ["-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0"]
     subprocess.run(["git", "init", "-q", str(repo)], check=True, env=GIT_ENV)
     subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, env=GIT_ENV)
     subprocess.run(
