@@ -108,6 +108,7 @@ def config_schema() -> dict[str, Any]:
             "edit_tools": {"enum": list(EDIT_TOOLS)},
             "first_edit": {"type": "boolean"},
             "undo_worse_edits": {"type": "boolean"},
+            "edit_samples": {"type": "integer", "minimum": 1, "maximum": 16},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -155,6 +156,9 @@ class WorkerConfig:
     first_edit: bool | None = None
     # An edit after which more tests fail is undone; None: for the bundled model only.
     undo_worse_edits: bool | None = None
+    # First edits tried on the original tree when the first reply must be an edit; None: 4 for
+    # the bundled model (its prompt cache makes each one cost its answer alone), 1 otherwise.
+    edit_samples: int | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -299,6 +303,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         edit_tools=merged.get("edit_tools", "both"),
         first_edit=merged.get("first_edit"),
         undo_worse_edits=merged.get("undo_worse_edits"),
+        edit_samples=merged.get("edit_samples"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

@@ -136,6 +136,10 @@ class MemoryEnvironment:
         self.files.update(before)
         return bool(before)
 
+    def undo_all_edits(self) -> bool:
+        changed, self.files, self.before_edit = self.files != self.original, dict(self.original), {}
+        return changed
+
     def run_tests(self) -> TestRun:
         return suite_run(self.files, self.suite)
 
@@ -308,3 +312,45 @@ def test_an_edit_that_makes_more_tests_fail_is_undone_and_the_model_told(tmp_pat
     told = model.requests[1]["messages"][-1]["content"]
     assert "made more tests fail (2) than before it (1), so the harness undid it" in told
     assert env.files["calc.py"] == FIXED and "BROKEN" not in env.diff()
+
+
+WRONG = "def mean(v):\n    return 1.0 * sum(v) / (len(v) - 1)\n"
+
+
+def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=WRONG),
+                           call("write_file", path="calc.py", content=WRONG),  # same: skipped
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["write_file"], 4
+    result = start(agent, env)
+    assert result.fixed and env.files["calc.py"] == FIXED and "1.0" not in result.patch
+    # Every sample is asked with the same messages (the server's prompt cache holds), warmer
+    # after the first, and must be an edit.
+    first = model.requests[0]["messages"]
+    assert all(r["messages"] == first for r in model.requests)
+    assert [r["temperature"] for r in model.requests] == [None, 0.7, 0.7]
+    assert all(r["only"] == ["write_file"] for r in model.requests)
+
+
+def test_when_no_sample_fixes_the_first_is_shown_undone_and_not_applied_again(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    other = "def mean(v):\n    return sum(v) * 1.0 / (len(v) - 1)\n"
+    first = call("write_file", path="calc.py", content=WRONG)
+    model = ScriptedModel([first, call("write_file", path="calc.py", content=other),
+                           call("write_file", path="calc.py", content=WRONG),  # sent again
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["write_file"], 2
+    assert start(agent, env).fixed
+    # After the samples, the history holds the first one's turn, told it was undone, and the
+    # tree is the original one: the second sample left no trace.
+    history = model.requests[2]["messages"]
+    assert len(history) == 4 and history[2] == first.assistant_message()
+    assert "the harness undid it: the files are as they were at the start" in history[3]["content"]
+    assert "* 1.0" not in str(history) and env.files["calc.py"] == FIXED
+    assert model.requests[2]["only"] is None and model.requests[2]["temperature"] is None
+    # The same edit sent again is refused without being made.
+    refused = model.requests[3]["messages"][-1]["content"]
+    assert "already made and undone" in refused

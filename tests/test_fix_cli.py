@@ -643,3 +643,25 @@ def test_the_report_says_what_ran_and_never_repeats_old_figures(make_repo, tmp_p
     assert r["tests_before"]["command"] == r["test_cmd"]
     # No patch was applied, so the tests were not run again: no copy of the old figures.
     assert r["tests_after"] == "not re-run" and r["verdict"] is None
+
+
+def test_first_edits_are_sampled_on_the_original_tree_in_the_sandbox(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    wrong = {"path": "calc.py", "old": "(len(values) - 1)", "new": "(len(values) + 1)"}
+    good = {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"}
+    edits = [text(json.dumps({"tool": "replace", "arguments": a})) for a in (wrong, good)]
+    with ScriptedServer(script=edits) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--tool-mode", "json_schema", "--first-edit",
+            "--edit-samples", "3", base_url=server.base_url,
+        )  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    # The second sample was asked the same conversation, warmer, on the original file: the
+    # first one's edit was undone, so its `old` still matched.
+    first, second = server.requests
+    assert second["messages"] == first["messages"] and second["temperature"] > 0
+    patch = (tmp_path / "out" / "fix.patch").read_text()
+    assert "+ 1)" not in patch and "+    return sum(values) / len(values)" in patch
+    events = [json.loads(line)["type"] for line in (tmp_path / "out" / "trace.jsonl").open()]
+    assert events.count("sample_undone") == 1

@@ -160,6 +160,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "edit_tools": args.edit_tools,
             "first_edit": args.first_edit,
             "undo_worse_edits": args.undo_worse_edits,
+            "edit_samples": args.edit_samples,
         },
     )
     endpoint = choose_endpoint(args, config)

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 
 # The flags `add_loop_arguments` adds, as `worker eval` passes them on.
-LOOP_FLAGS: tuple[str, ...] = ("--tool-mode", "--edit-tools", "--first-edit", "--undo-worse-edits")
+LOOP_FLAGS: tuple[str, ...] = (
+    "--tool-mode",
+    "--edit-tools",
+    "--first-edit",
+    "--undo-worse-edits",
+    "--edit-samples",
+)
 
 
 def add_loop_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,4 +35,12 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="undo an edit that makes more tests fail (default: for the bundled model only)",
+    )
+    p.add_argument(
+        "--edit-samples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --first-edit, first edits tried on the original tree until one fixes "
+        "(default: 4 for the bundled model, else 1)",
     )

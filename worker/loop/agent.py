@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,7 @@ class Environment(Protocol):
     def diff(self) -> str: ...
     def verify(self, patch: str) -> TestRun: ...
     def undo_last_edit(self) -> bool: ...
+    def undo_all_edits(self) -> bool: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,6 +105,9 @@ class Agent:
     first_tools: Sequence[str] | None = None
     # An edit after which more tests fail than before it is undone, and the model told.
     undo_worse_edits: bool = False
+    # With first_tools: first edits tried, each on the original tree (the first at temperature
+    # 0, the others warmer); the first that the tests say fixes is kept.
+    edit_samples: int = 1
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
@@ -112,6 +117,7 @@ class Agent:
     _only: Sequence[str] | None = None  # the tools the next reply may call; None: any
     _names: tuple[str, ...] = ()
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
+    _undone: set[str] = field(default_factory=set)  # edits undone: sent again, they are refused
     baseline: TestRun | None = None
     last_tests: TestRun | None = None
     last_verification: TestRun | None = None
@@ -138,6 +144,10 @@ class Agent:
             task=messages[1]["content"],
             tools=[spec.name for spec in specs],
         )
+        if self.first_tools and self.edit_samples > 1:
+            done = self._sample_first_edits(messages, specs)
+            if done is not None:
+                return done
         while True:
             self._check_budgets()
             reply = self._ask(messages, specs)
@@ -155,6 +165,46 @@ class Agent:
             done = self._check_done(messages)
             if done is not None:
                 return done
+
+    def _sample_first_edits(
+        self, messages: list[dict[str, Any]], specs: list[ToolSpec]
+    ) -> LoopResult | None:
+        """Up to `edit_samples` first edits, each tried on the original tree, the first at
+        temperature 0 and the others warmer: the first that the tests say fixes is verified
+        and kept. A small model's greedy edit is often the right function but the wrong line,
+        and llama.cpp's prompt cache makes each further sample cost its answer alone. When
+        none fixes, the tree is back as it was and the history holds the first sample's turn,
+        with a note that it was undone."""
+        head, first, tried = len(messages), list[dict[str, Any]](), set[str]()
+        for n in range(self.edit_samples):
+            self._check_budgets()
+            self._only, self._repeating = self.first_tools, n > 0
+            reply = self._ask(messages, specs)
+            key = _calls_key(reply.tool_calls)
+            if reply.tool_calls and key not in tried:
+                tried.add(key)
+                messages.append(reply.assistant_message())
+                for call in reply.tool_calls:
+                    observation = self._act(call)
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": observation.text}
+                    )
+                done = self._check_done(messages)
+                if done is not None:
+                    return done
+                if self.env.undo_all_edits():
+                    self._undone.update(_call_key(c) for c in reply.tool_calls)
+                    self.trace.event("sample_undone", step=self.usage.steps, sample=n + 1)
+                    if not first:
+                        messages[-1] = {
+                            **messages[-1],
+                            "content": messages[-1]["content"] + "\n\n" + prompts.SAMPLE_UNDONE,
+                        }
+                first = first or messages[head:]
+                self.last_tests = self.baseline
+            del messages[head:]
+        messages.extend(first)
+        return None
 
     # -- the parts of one step -----------------------------------------------------------------
 
@@ -258,7 +308,10 @@ class Agent:
     def _act(self, call: ToolCall) -> Observation:
         started = time.monotonic()
         before = self.last_tests
-        observation = self.env.call_tool(call)
+        if _call_key(call) in self._undone:  # the same result again, at the cost of a test run
+            observation = Observation(ok=False, text=prompts.ALREADY_UNDONE, target=call.name)
+        else:
+            observation = self.env.call_tool(call)
         if observation.changed_files:
             # After each applied patch the harness runs the tests: one step saved, facts given.
             self.last_tests = self.env.run_tests()
@@ -271,6 +324,7 @@ class Agent:
                 text += "\n\n" + prompts.UNDONE.format(
                     after=_count(self.last_tests), before=_count(before)
                 )
+                self._undone.add(_call_key(call))
                 self.trace.event("undone", step=self.usage.steps, files=observation.changed_files)
                 self.last_tests = before
             observation = replace(observation, text=text)
@@ -410,6 +464,16 @@ def _failing(tests: TestRun | None) -> float:
 def _count(tests: TestRun | None) -> str:
     failing = _failing(tests)
     return "the suite no longer runs" if failing == float("inf") else f"{failing:.0f}"
+
+
+def _call_key(call: ToolCall) -> str:
+    """A call's tool and arguments, as one comparable string."""
+    args = call.arguments if call.arguments is not None else call.raw_arguments
+    return json.dumps([call.name, args], sort_keys=True, default=str)
+
+
+def _calls_key(calls: Sequence[ToolCall]) -> str:
+    return "\n".join(_call_key(c) for c in calls)
 
 
 def _complete_calls(reply: ModelReply) -> bool:

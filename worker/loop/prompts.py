@@ -43,6 +43,14 @@ UNDONE = """\
 This edit made more tests fail ({after}) than before it ({before}), so the harness undid it: \
 the files are as they were before this edit. Try a different change."""
 
+SAMPLE_UNDONE = """\
+The failing tests still failed after this edit, so the harness undid it: the files are as they \
+were at the start. Look at the code again and make a different change."""
+
+ALREADY_UNDONE = """\
+This exact edit was already made and undone, because it did not fix the failing tests. It was \
+not applied again: make a different change."""
+
 CUT_OFF = """\
 Your answer was cut off at {tokens} tokens and was not run. Send one short tool call: \
 read a smaller part of a file, or a patch of a few lines."""

@@ -40,6 +40,7 @@ class SandboxEnvironment:
         self._edited: set[str] = set()
         self._ready: CleanCheck | None = None
         self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
+        self._originals: dict[str, Any] = {}  # every file an edit changed, as it was at first
 
     def __enter__(self) -> SandboxEnvironment:
         """Start preparing the first clean check while the model works."""
@@ -63,6 +64,8 @@ class SandboxEnvironment:
         self._edited.update(obs.changed_files)
         if obs.changed_files:
             self._before_edit = {p: o for p, o in before.items() if p in obs.changed_files}
+            for path, original in self._before_edit.items():
+                self._originals.setdefault(path, original)
         return obs
 
     def undo_last_edit(self) -> bool:
@@ -70,6 +73,12 @@ class SandboxEnvironment:
         is nothing to undo."""
         before, self._before_edit = self._before_edit, {}
         return bool(before) and bool(apply_patch.restore(before))
+
+    def undo_all_edits(self) -> bool:
+        """Put every file the edits changed back as it was at the start; False when none had
+        changed."""
+        originals, self._originals, self._before_edit = self._originals, {}, {}
+        return bool(originals) and bool(apply_patch.restore(originals))
 
     def run_tests(self) -> TestRun:
         if self._context.tests is not None:

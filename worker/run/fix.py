@@ -243,6 +243,9 @@ class FixRun:
             undo_worse_edits=req.endpoint.local
             if config.undo_worse_edits is None
             else config.undo_worse_edits,
+            edit_samples=(4 if req.endpoint.local else 1)
+            if config.edit_samples is None
+            else config.edit_samples,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
