@@ -8,8 +8,6 @@ writes the report; this module knows no flags and no exit codes.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from worker.llm import pricing
 from worker.loop.agent import Agent, LoopResult, StepInfo
 from worker.loop.grounding import implicated_code, implicated_files
 from worker.loop.trace import Trace
+from worker.run.background import InBackground
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.environment import SandboxEnvironment
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
@@ -84,17 +83,19 @@ class FixRun:
     progress: Progress
 
     def run(self) -> str:
-        # The model client (the openai SDK: most of our start-up time) loads while the sandbox
-        # starts and the baseline runs; a run with nothing to fix never needs it.
-        _import_in_background("worker.llm.client")
+        # The model client (the openai SDK: most of our start-up time) loads, and for a hosted
+        # endpoint is built, while the sandbox starts and the baseline runs; a run with nothing
+        # to fix never waits for it.
+        client = InBackground(self._hosted_client, name="model client")
         with contextlib.ExitStack() as stack:
+            stack.callback(client.abandon)
             prepared = self.prepare_sandbox()
             session = stack.enter_context(self.open_session(prepared))
             tests = TestRunCache(box=session.box, workspace=session.workspace)
             baseline = self.run_baseline(prepared, session, tests)
             if baseline.passed:
                 return NOTHING_TO_FIX
-            model = stack.enter_context(self.open_model(stack))
+            model = stack.enter_context(self.open_model(stack, client))
             result = self.run_loop(prepared, session, model, baseline, tests)
             self.deliver(result.patch)
             return result.reason
@@ -120,26 +121,37 @@ class FixRun:
         return prepared
 
     @contextlib.contextmanager
-    def open_model(self, stack: contextlib.ExitStack) -> Iterator[OpenAIModel]:
+    def open_model(
+        self, stack: contextlib.ExitStack, hosted: InBackground[_Hosted]
+    ) -> Iterator[OpenAIModel]:
         """The model client; for the bundled model, its server too (stopped with the stack)."""
-        from worker.llm.client import OpenAIModel  # loaded in the background by `run`
+        model = hosted.take().model or self._client(stack.enter_context(self._local_server()))
+        with model:
+            yield model
+
+    def _hosted_client(self) -> _Hosted:
+        """Built in the background by `run`: the client for a hosted endpoint, or, for the
+        bundled model (whose address is known once its server runs), only the SDK loaded."""
+        from worker.llm import client as _loaded  # noqa: F401
+
+        endpoint = self.request.endpoint
+        return _Hosted(None if endpoint.local else self._client(endpoint.base_url))
+
+    def _client(self, base_url: str | None) -> OpenAIModel:
+        from worker.llm.client import OpenAIModel
 
         endpoint, config = self.request.endpoint, self.request.config
-        base_url = endpoint.base_url
-        if endpoint.local:
-            base_url = stack.enter_context(self._local_server())
         mode = config.tool_mode
         if endpoint.local and mode == "auto":
             mode = "json_schema"  # measured: the bundled model never emits native tool_calls
-        with OpenAIModel(
+        return OpenAIModel(
             model=endpoint.model,
             base_url=base_url,
             temperature=config.temperature,
             timeout_s=600.0 if endpoint.local else 120.0,
             max_completion_tokens=config.budgets.max_completion_tokens,
             tool_mode=mode,
-        ) as model:
-            yield model
+        )
 
     @contextlib.contextmanager
     def _local_server(self) -> Iterator[str]:
@@ -289,15 +301,16 @@ class FixRun:
             self.report.delivered = commit_on_branch(req.repo, req.branch, patch, message)
 
 
-def _import_in_background(module: str) -> None:
-    """Start importing `module` in a thread; an `import` of it later waits for that one (the
-    import system's own per-module lock) and raises its error again if it failed."""
+@dataclass
+class _Hosted:
+    """The model client built in the background; None for the bundled model, whose address is
+    known once its server runs."""
 
-    def load() -> None:
-        with contextlib.suppress(Exception):
-            importlib.import_module(module)
+    model: OpenAIModel | None
 
-    threading.Thread(target=load, name=f"import {module}", daemon=True).start()
+    def close(self) -> None:
+        if self.model is not None:
+            self.model.close()
 
 
 def _check_baseline(baseline: TestRun) -> None:
