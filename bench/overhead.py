@@ -126,6 +126,25 @@ def time_limit(repo: Path) -> tuple[float, float]:
     return work, removal
 
 
+IMPORTS = {
+    "python start (python -c pass)": "pass",
+    "import openai (the model SDK, alone)": "import openai",
+    "import worker.cli.fix, worker.run.fix": "import worker.cli.fix, worker.run.fix",
+}
+
+
+def time_imports(tree: Path) -> dict[str, float]:
+    """Fresh interpreters, start to exit: what any Python program that reaches the model
+    through the openai SDK pays before its first call, and what our own modules add."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    took = {}
+    for label, code in IMPORTS.items():
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+        took[label] = time.perf_counter() - started
+    return took
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
@@ -140,6 +159,7 @@ def main() -> int:
     removal: list[float] = []
     other: list[float] = []
     phases: dict[str, list[float]] = {}
+    imports: dict[str, list[float]] = {}
     try:
         repo = make_repo(tmp)
         time_fix(repo, tmp / "warm-up")  # page cache, image layers: not what is measured
@@ -160,6 +180,8 @@ def main() -> int:
             work, removed = time_limit(repo)
             limit.append(work)
             removal.append(removed)
+            for label, value in time_imports(ROOT).items():
+                imports.setdefault(label, []).append(value)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mine, bare = statistics.median(ours), statistics.median(limit)
@@ -172,6 +194,9 @@ def main() -> int:
     print(f"physical limit: 2 docker run + 4 pytest exec median {bare:6.2f} s  "
           f"(min {min(limit):.2f}, max {max(limit):.2f})")  # fmt: skip
     print(f"  bare removal of those 2 containers        median {statistics.median(removal):6.2f} s")
+    print("fresh interpreters (one CPU-bound thread each: Python imports hold the GIL):")
+    for label, values in imports.items():
+        print(f"  {label:<41} median {statistics.median(values):6.2f} s")
     if other:
         theirs = statistics.median(other)
         print(f"{args.compare}: worker fix, same rounds  median {theirs:6.2f} s  "
