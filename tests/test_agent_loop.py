@@ -354,3 +354,23 @@ def test_when_no_sample_fixes_the_first_is_shown_undone_and_not_applied_again(tm
     # The same edit sent again is refused without being made.
     refused = model.requests[3]["messages"][-1]["content"]
     assert "already made and undone" in refused
+
+
+def test_a_sample_that_fixes_part_of_the_failures_is_made_again_and_built_on(tmp_path):
+    def suite(files: dict[str, str]) -> dict[str, str]:
+        outcomes = mean_suite(files)
+        outcomes["tests/test_calc.py::test_sum"] = "passed" if "total" in files else "failed"
+        return outcomes
+
+    env = MemoryEnvironment({"calc.py": BUGGY}, suite=suite)
+    better = call("write_file", path="calc.py", content=FIXED)  # fixes 1 of the 2
+    model = ScriptedModel([call("write_file", path="calc.py", content=WRONG), better,
+                           call("write_file", path="total", content="x")])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["write_file"], 2
+    result = start(agent, env)
+    assert result.fixed and env.files["calc.py"] == FIXED
+    # The loop went on from the better sample, applied, with its turn in the history.
+    history = model.requests[2]["messages"]
+    assert len(history) == 4 and "1.0 * sum" not in str(history)
+    assert history[2] == better.assistant_message()

@@ -172,10 +172,12 @@ class Agent:
         """Up to `edit_samples` first edits, each tried on the original tree, the first at
         temperature 0 and the others warmer: the first that the tests say fixes is verified
         and kept. A small model's greedy edit is often the right function but the wrong line,
-        and llama.cpp's prompt cache makes each further sample cost its answer alone. When
-        none fixes, the tree is back as it was and the history holds the first sample's turn,
-        with a note that it was undone."""
-        head, first, tried = len(messages), list[dict[str, Any]](), set[str]()
+        and llama.cpp's prompt cache makes each further sample cost its answer alone.
+
+        When none fixes: the sample that left the fewest tests failing, if fewer than before,
+        is made again and its turn kept (progress on a bug in two places); else the tree is
+        as it was and the history holds the first sample's turn, marked undone."""
+        head, tried, samples = len(messages), set[str](), list[_Sample]()
         for n in range(self.edit_samples):
             self._check_budgets()
             self._only, self._repeating = self.first_tools, n > 0
@@ -192,18 +194,27 @@ class Agent:
                 done = self._check_done(messages)
                 if done is not None:
                     return done
-                if self.env.undo_all_edits():
+                undone = self.env.undo_all_edits()
+                if undone:
                     self._undone.update(_call_key(c) for c in reply.tool_calls)
                     self.trace.event("sample_undone", step=self.usage.steps, sample=n + 1)
-                    if not first:
-                        messages[-1] = {
-                            **messages[-1],
-                            "content": messages[-1]["content"] + "\n\n" + prompts.SAMPLE_UNDONE,
-                        }
-                first = first or messages[head:]
+                failing = _failing(self.last_tests) if undone else float("inf")
+                samples.append(_Sample(failing, messages[head:], reply.tool_calls, undone))
                 self.last_tests = self.baseline
             del messages[head:]
-        messages.extend(first)
+        best = min(samples, key=lambda x: x.failing, default=None)
+        if best is not None and best.failing < _failing(self.baseline):
+            for call in best.calls:  # the same edit on the same tree: the same result
+                self._undone.discard(_call_key(call))
+                self.env.call_tool(call)
+            self.last_tests = self.env.run_tests()
+            self.trace.event("sample_kept", step=self.usage.steps, tests=self.last_tests.headline())
+            messages.extend(best.turn)
+        elif samples:
+            messages.extend(samples[0].turn)
+            if samples[0].undone:
+                note = messages[-1]["content"] + "\n\n" + prompts.SAMPLE_UNDONE
+                messages[-1] = {**messages[-1], "content": note}
         return None
 
     # -- the parts of one step -----------------------------------------------------------------
@@ -464,6 +475,16 @@ def _failing(tests: TestRun | None) -> float:
 def _count(tests: TestRun | None) -> str:
     failing = _failing(tests)
     return "the suite no longer runs" if failing == float("inf") else f"{failing:.0f}"
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """One sampled first edit: the tests failing after it, its turn, its calls."""
+
+    failing: float
+    turn: list[dict[str, Any]]
+    calls: Sequence[ToolCall]
+    undone: bool
 
 
 def _call_key(call: ToolCall) -> str:
