@@ -116,11 +116,16 @@ def _test_id(case: ET.Element) -> str:
     if file and not classname:
         return file  # a file that failed to collect: pytest names it by its path alone
     parts = classname.split(".") if classname else []
-    if file:
-        module_parts = file[:-3].replace("/", ".").split(".") if file.endswith(".py") else []
-        rest = parts[len(module_parts) :] if parts[: len(module_parts)] == module_parts else []
-        return "::".join([file, *rest, name])
-    # Without a file attribute: take the longest prefix of lowercase names as the module path.
+    module_parts = file[:-3].replace("/", ".").split(".") if file and file.endswith(".py") else []
+    # The class's module is the file's module, or a tail of it (pytest's default import mode
+    # names tests/test_x.py `test_x` when tests/ is not a package).
+    for start in range(len(module_parts)):
+        tail = module_parts[start:]
+        if parts[: len(tail)] == tail:
+            return "::".join([file or "", *parts[len(tail) :], name])
+    # Without a file attribute, or with one that is not the class's module (a method inherited
+    # from a mixin is reported where it is written, and pytest cannot select it there): take
+    # the longest prefix of lowercase names as the module path.
     split = len(parts)
     while split > 0 and parts[split - 1][:1].isupper():
         split -= 1

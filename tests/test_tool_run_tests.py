@@ -28,6 +28,19 @@ SUITES = {
         "    logging.getLogger('app').warning('cache miss')\n    assert 41 == 42\n\n\n"
         "def test_quiet():\n    print('passing noise')\n"
     ),
+    # One test method inherited by two test classes from a mixin in the package's __init__.
+    "tests/__init__.py": (
+        "from calc import add\n\n\nclass AddMixin:\n    def test_add_mixed(self):\n"
+        "        assert add(1, 1) == 2\n"
+    ),
+    "tests/test_mix_a.py": (
+        "import unittest\n\nfrom tests import AddMixin\n\n\n"
+        "class ATest(AddMixin, unittest.TestCase):\n    pass\n"
+    ),
+    "tests/test_mix_b.py": (
+        "import unittest\n\nfrom tests import AddMixin\n\n\n"
+        "class BTest(AddMixin, unittest.TestCase):\n    pass\n"
+    ),
     "tests/test_hang.py": "import time\n\n\ndef test_forever():\n    time.sleep(10_000)\n",
     "tests/test_exit.py": "import os\n\n\ndef test_exit():\n    os._exit(3)\n",
     "tests/test_segv.py": "import ctypes\n\n\ndef test_segv():\n    ctypes.string_at(0)\n",
@@ -80,6 +93,18 @@ def test_passing_and_failing_suites(run) -> None:
 
     bad = run("--collect-only")
     assert not bad.ok and "not a test id" in bad.text
+
+
+def test_a_test_inherited_from_a_mixin_is_named_by_the_class_that_runs_it(run) -> None:
+    # pytest's JUnit `file` is where the method is written (tests/__init__.py); the id the model
+    # is shown must be one pytest can run again, once per class.
+    both = run("tests/test_mix_a.py", "tests/test_mix_b.py")
+    assert both.data["failing"] == [
+        "tests/test_mix_a.py::ATest::test_add_mixed",
+        "tests/test_mix_b.py::BTest::test_add_mixed",
+    ]
+    again = run(*both.data["failing"])
+    assert again.text.startswith("0 passed, 2 failed"), again.text
 
 
 def test_hanging_crashing_and_flooding_suites(run) -> None:
