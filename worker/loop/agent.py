@@ -151,18 +151,11 @@ class Agent:
         while True:
             self._check_budgets()
             reply = self._ask(messages, specs)
-            messages.append(reply.assistant_message())
             if not reply.tool_calls:
+                messages.append(reply.assistant_message())
                 done = self._on_claim(messages, reply)
-                if done is not None:
-                    return done
-                continue
-            for call in reply.tool_calls:
-                observation = self._act(call)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call.id, "content": observation.text}
-                )
-            done = self._check_done(messages)
+            else:
+                done = self._run_calls(messages, reply)
             if done is not None:
                 return done
 
@@ -185,13 +178,7 @@ class Agent:
             key = _calls_key(reply.tool_calls)
             if reply.tool_calls and key not in tried:
                 tried.add(key)
-                messages.append(reply.assistant_message())
-                for call in reply.tool_calls:
-                    observation = self._act(call)
-                    messages.append(
-                        {"role": "tool", "tool_call_id": call.id, "content": observation.text}
-                    )
-                done = self._check_done(messages)
+                done = self._run_calls(messages, reply)
                 if done is not None:
                     return done
                 undone = self.env.undo_all_edits()
@@ -218,6 +205,14 @@ class Agent:
         return None
 
     # -- the parts of one step -----------------------------------------------------------------
+
+    def _run_calls(self, messages: list[dict[str, Any]], reply: ModelReply) -> LoopResult | None:
+        """A reply's tool calls run, its turn in the history, then: fixed and verified yet?"""
+        messages.append(reply.assistant_message())
+        for call in reply.tool_calls:
+            observation = self._act(call)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": observation.text})
+        return self._check_done(messages)
 
     def _check_budgets(self) -> None:
         self.usage = replace(self.usage, elapsed_s=time.monotonic() - self._start)
