@@ -154,7 +154,7 @@ def _spellings(rel: str) -> set[str]:
 @lru_cache(maxsize=256)
 def _any_regex(globs: tuple[str, ...], *, ignore_case: bool) -> re.Pattern[str]:
     """One regex matching what any of `globs` matches: most paths match none, and one match
-    instead of one per glob made protecting a 10,000-file tree 10x faster."""
+    instead of one per glob made checking 10,000 paths 0.33 s instead of 0.91 s."""
     if not globs:
         return re.compile(r"(?!)")
     parts = "|".join(f"(?:{glob_regex(g, ignore_case=ignore_case).pattern})" for g in globs)
