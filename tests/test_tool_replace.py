@@ -93,6 +93,23 @@ def test_a_snippet_not_in_the_file_shows_the_closest_lines(env):
     assert (ws / "src/mid.py").read_text() == MID
 
 
+def test_lines_copied_from_a_test_into_the_source_are_named_as_the_tests(env):
+    call, ws = env
+    # Seen from the bundled model: the failing assertion sent as an edit of the source file.
+    obs = call("src/mid.py", "assert mid(2, 4) == 3", "assert mid(2, 4) == 2")
+    assert not obs.ok
+    assert "tests/test_mid.py (line 5)" in obs.text and "not to be changed" in obs.text
+    assert (ws / "src/mid.py").read_text() == MID
+
+
+def test_lines_sent_with_the_wrong_path_name_the_file_that_has_them(env):
+    call, ws = env
+    obs = call("src/dup.py", "    return (lo + hi) // 3", "    return (lo + hi) // 2")
+    assert not obs.ok
+    assert "src/mid.py (line 3)" in obs.text and "path src/mid.py" in obs.text
+    assert (ws / "src/mid.py").read_text() == MID
+
+
 def test_sending_an_edit_already_made_says_so(env):
     call, ws = env
     assert call("src/mid.py", "(lo + hi) // 3", "(lo + hi) / 3").ok

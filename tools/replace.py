@@ -13,14 +13,18 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from policies.paths import PathRefused
 from tools import apply_patch
 from tools.base import Observation, Tool, ToolContext, argument, failed, looks_binary, refused
+from tools.search import readable_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 SHOW_WHOLE_LINES = 60  # a file this short is shown whole when old is not in it
+ELSEWHERE_FILES = 2_000  # files looked through for old when it is not in the file named
+NOT_FOUND = "old was not found in the file; nothing was changed."
 _NUMBERED = re.compile(r"^\s*\d+\| ?")
 
 PARAMETERS: dict[str, Any] = {
@@ -75,6 +79,8 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         return failed("old and new are the same: nothing would change.")
     changed, note = _replaced(text, old, new)
     if changed is None:
+        if note.startswith(NOT_FOUND):
+            note = _elsewhere(ctx, rel, old) or note
         return failed(note, path=rel)
     diff = "".join(
         difflib.unified_diff(
@@ -234,10 +240,7 @@ def _not_found(lines: list[str], old: str) -> str:
     first = next((line.strip() for line in old.splitlines() if line.strip()), "")
     stripped = [line.strip() for line in lines]
     close = difflib.get_close_matches(first, stripped, n=1, cutoff=0.5)
-    text = (
-        "old was not found in the file; nothing was changed. Copy the lines exactly as "
-        "read_file shows them."
-    )
+    text = NOT_FOUND + " Copy the lines exactly as read_file shows them."
     if close:
         at = stripped.index(close[0])
         lo, hi, what = max(0, at - 2), min(len(lines), at + 3), "The closest lines in the file"
@@ -248,6 +251,36 @@ def _not_found(lines: list[str], old: str) -> str:
     width = len(str(hi))
     shown = "\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in range(lo, hi))
     return f"{text} {what}:\n{shown}"
+
+
+def _elsewhere(ctx: ToolContext, rel: str, old: str) -> str:
+    """When `old` is not in `rel` but its first line is in another file of the same kind, say
+    where. A small model copies a failing test's lines and sends them as the source's: then the
+    answer says that file is a test, which the fix must not change."""
+    wanted = [line.strip().encode() for line in old.splitlines() if line.strip()]
+    if not wanted or len(wanted[0]) < 8:
+        return ""
+    suffix = PurePosixPath(rel).suffix
+    for other, real in readable_files(
+        ctx, ".", ctx.workspace.resolve(), limit=ELSEWHERE_FILES, suffix=suffix
+    ):
+        if other == rel.strip("/").removeprefix("./"):
+            continue
+        try:
+            data = Path(real).read_bytes()
+        except OSError:
+            continue
+        if len(data) > MAX_FILE_BYTES or not all(line in data for line in wanted):
+            continue
+        line = data[: data.index(wanted[0])].count(b"\n") + 1
+        where = f"{NOT_FOUND} Those lines are in {other} (line {line}), not in {rel}."
+        if not ctx.paths.is_writable(other):
+            return (
+                f"{where} {other} is a test or protected file: it says what the code must do "
+                "and is not to be changed. Find the code it calls and change that."
+            )
+        return f"{where} If you meant that file, send the call again with path {other}."
+    return ""
 
 
 TOOL = Tool(

@@ -64,7 +64,7 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         return refused(rel, exc.decision)
     if not real.exists():
         return failed(f"no such file or directory: {rel!r}; use list_dir to see what exists.")
-    files = _candidates(ctx, rel, real)
+    files = readable_files(ctx, rel, real)
     observation = _render(pattern, rel, files, *_scan(pattern, files))
     literal = re.escape(pattern)
     if (
@@ -132,15 +132,18 @@ def _scan(pattern: str, files: list[list[str]]) -> tuple[str, bool]:
         return (raw.decode() if isinstance(raw, bytes) else raw), True
 
 
-def _candidates(ctx: ToolContext, rel: str, real: Path) -> list[list[str]]:
-    """[relative path, real path] of every readable, non-noise file under `rel`."""
+def readable_files(
+    ctx: ToolContext, rel: str, real: Path, *, limit: int = MAX_FILES_SCANNED, suffix: str = ""
+) -> list[list[str]]:
+    """[relative path, real path] of every readable, non-noise file under `rel` (ending in
+    `suffix`, when given), at most `limit` of them, in a stable order."""
     if real.is_file():
         return [[rel.strip("/"), str(real)]]
     found: list[list[str]] = []
     for top, dirs, names in os.walk(real):
         dirs[:] = sorted(d for d in dirs if not is_noise(d))
         for name in sorted(names):
-            if is_noise(name):
+            if is_noise(name) or not name.endswith(suffix):
                 continue
             path = Path(top, name)
             rel_path = path.relative_to(ctx.workspace.resolve()).as_posix()
@@ -150,7 +153,7 @@ def _candidates(ctx: ToolContext, rel: str, real: Path) -> list[list[str]]:
                 continue
             if target.is_file():
                 found.append([rel_path, str(target)])
-            if len(found) >= MAX_FILES_SCANNED:
+            if len(found) >= limit:
                 return found
     return found
 
