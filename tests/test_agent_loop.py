@@ -334,6 +334,20 @@ def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
     assert all(r["only"] == ["write_file"] for r in model.requests)
 
 
+def test_a_sampled_answer_that_changes_nothing_does_not_use_up_a_sample(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=BUGGY),  # no change
+                           call("write_file", path="calc.py", content=WRONG),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["write_file"], 2
+    assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    # Two edits were sampled although three answers were needed: all on the original prompt.
+    first = model.requests[0]["messages"]
+    assert len(model.requests) == 3 and all(r["messages"] == first for r in model.requests)
+    assert all(r["only"] == ["write_file"] for r in model.requests)
+
+
 def test_when_no_sample_fixes_the_first_is_shown_undone_and_not_applied_again(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     other = "def mean(v):\n    return sum(v) * 1.0 / (len(v) - 1)\n"

@@ -20,6 +20,7 @@ from worker.loop.stuck import StuckDetector
 from worker.loop.trace import Trace
 
 REPEAT_TEMPERATURE = 0.7
+SAMPLE_ANSWERS = 2  # answers asked for, at most, per first edit sampled
 CUT_OFF_SHOWN = 200  # characters of a cut-off answer kept in the history
 
 
@@ -164,14 +165,18 @@ class Agent:
     ) -> LoopResult | None:
         """Up to `edit_samples` first edits, each tried on the original tree, the first at
         temperature 0 and the others warmer: the first that the tests say fixes is verified
-        and kept. A small model's greedy edit is often the right function but the wrong line,
-        and llama.cpp's prompt cache makes each further sample cost its answer alone.
+        and kept. An answer the tools refused (old not in the file) or a duplicate does not
+        count, within SAMPLE_ANSWERS answers per edit. A small model's greedy edit is often
+        the right function but the wrong line, and llama.cpp's prompt cache makes each further
+        sample cost its answer alone.
 
         When none fixes: the sample that left the fewest tests failing, if fewer than before,
         is made again and its turn kept (progress on a bug in two places); else the tree is
         as it was and the history holds the first sample's turn, marked undone."""
         head, tried, samples = len(messages), set[str](), list[_Sample]()
-        for n in range(self.edit_samples):
+        for n in range(self.edit_samples * SAMPLE_ANSWERS):
+            if sum(s.undone for s in samples) >= self.edit_samples:
+                break  # enough edits tried; an answer the tools refused did not count
             self._check_budgets()
             self._only, self._repeating = self.first_tools, n > 0
             reply = self._ask(messages, specs)
