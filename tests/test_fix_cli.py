@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.conftest import git, worker_containers
@@ -332,9 +333,12 @@ def test_sigint_mid_run_exits_130_and_leaves_no_container(make_repo, tmp_path, d
             if c.labels.get("worker.pid") == str(proc.pid)
         ]
         assert mine, "the sandbox should be running mid-run"
+        helpers = psutil.Process(proc.pid).children(recursive=True)  # the model client's
+        assert any("worker.llm.serve" in " ".join(h.cmdline()) for h in helpers)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    assert not [h for h in helpers if h.is_running() and h.status() != psutil.STATUS_ZOMBIE]
     assert not [
         c for c in worker_containers(docker_client) if c.labels.get("worker.pid") == str(proc.pid)
     ]

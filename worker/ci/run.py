@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
@@ -21,14 +21,11 @@ from worker.ci.errors import FlakyOnly, Unverified
 from worker.ci.failures import exists_in, read_junit_files
 from worker.ci.triage import Triage, triage
 from worker.errors import UsageError
+from worker.llm.process import ModelProcess
 from worker.loop.agent import Agent
 from worker.run.environment import SandboxEnvironment
 from worker.run.fix import NOTHING_TO_FIX, FixRun
 from worker.run.report import tests_dict
-
-if TYPE_CHECKING:
-    # The openai SDK: loaded by the run itself (worker/run/fix.py), in the background.
-    from worker.llm.client import OpenAIModel
 
 
 @dataclass(kw_only=True)
@@ -38,7 +35,7 @@ class VerifiedFixRun(FixRun):
     verification_junit: bytes | None = None
 
     def record(
-        self, agent: Agent, env: SandboxEnvironment, model: OpenAIModel, baseline: TestRun
+        self, agent: Agent, env: SandboxEnvironment, model: ModelProcess, baseline: TestRun
     ) -> None:
         super().record(agent, env, model, baseline)
         last = agent.last_verification

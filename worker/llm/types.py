@@ -4,7 +4,7 @@ a caller may want to tell apart."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from tools.spec import ToolSpec
@@ -80,6 +80,16 @@ class ModelReply:
     mode: str
     request_bytes: int = 0
     attempts: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        """This reply as JSON-able data (it crosses from the model client's process)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelReply:
+        """The reply `to_dict` wrote."""
+        calls = tuple(ToolCall(**call) for call in data["tool_calls"])
+        return cls(**{**data, "tool_calls": calls, "usage": Usage(**data["usage"])})
 
     def assistant_message(self) -> dict[str, Any]:
         """This reply as an assistant message of the canonical (native-format) history."""

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from policies.config import WorkerConfig
 from sandbox.prepare import Prepared, prepare, run_pending_setup
@@ -24,16 +24,13 @@ from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 from worker.errors import UsageError
 from worker.llm import pricing
+from worker.llm.process import ModelProcess
 from worker.loop.agent import Agent, LoopResult, StepInfo
 from worker.loop.grounding import implicated_code, implicated_files
 from worker.loop.trace import Trace
-from worker.run.background import InBackground
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.environment import SandboxEnvironment
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
-
-if TYPE_CHECKING:
-    from worker.llm.client import OpenAIModel
 
 LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
 REMOTE_CONTEXT_CHARS = 60_000
@@ -83,19 +80,19 @@ class FixRun:
     progress: Progress
 
     def run(self) -> str:
-        # The model client (the openai SDK: most of our start-up time) loads, and for a hosted
-        # endpoint is built, while the sandbox starts and the baseline runs; a run with nothing
-        # to fix never waits for it.
-        client = InBackground(self._hosted_client, name="model client")
+        # The model client's process starts first: the openai SDK (most of our start-up time)
+        # loads on another core while the sandbox starts and the baseline runs.
         with contextlib.ExitStack() as stack:
-            stack.callback(client.abandon)
+            client = stack.enter_context(ModelProcess())
+            if not self.request.endpoint.local:
+                client.connect(**self._client_options(self.request.endpoint.base_url))
             prepared = self.prepare_sandbox()
             session = stack.enter_context(self.open_session(prepared))
             tests = TestRunCache(box=session.box, workspace=session.workspace)
             baseline = self.run_baseline(prepared, session, tests)
             if baseline.passed:
                 return NOTHING_TO_FIX
-            model = stack.enter_context(self.open_model(stack, client))
+            model = self.open_model(stack, client)
             result = self.run_loop(prepared, session, model, baseline, tests)
             self.deliver(result.patch)
             return result.reason
@@ -120,38 +117,26 @@ class FixRun:
         self.report.durations["setup"] = round(time.monotonic() - started, 3)
         return prepared
 
-    @contextlib.contextmanager
-    def open_model(
-        self, stack: contextlib.ExitStack, hosted: InBackground[_Hosted]
-    ) -> Iterator[OpenAIModel]:
+    def open_model(self, stack: contextlib.ExitStack, client: ModelProcess) -> ModelProcess:
         """The model client; for the bundled model, its server too (stopped with the stack)."""
-        model = hosted.take().model or self._client(stack.enter_context(self._local_server()))
-        with model:
-            yield model
+        if self.request.endpoint.local:
+            client.connect(**self._client_options(stack.enter_context(self._local_server())))
+        return client
 
-    def _hosted_client(self) -> _Hosted:
-        """Built in the background by `run`: the client for a hosted endpoint, or, for the
-        bundled model (whose address is known once its server runs), only the SDK loaded."""
-        from worker.llm import client as _loaded  # noqa: F401
-
-        endpoint = self.request.endpoint
-        return _Hosted(None if endpoint.local else self._client(endpoint.base_url))
-
-    def _client(self, base_url: str | None) -> OpenAIModel:
-        from worker.llm.client import OpenAIModel
-
+    def _client_options(self, base_url: str | None) -> dict[str, Any]:
+        """The keyword arguments of the `OpenAIModel` the client's process builds."""
         endpoint, config = self.request.endpoint, self.request.config
         mode = config.tool_mode
         if endpoint.local and mode == "auto":
             mode = "json_schema"  # measured: the bundled model never emits native tool_calls
-        return OpenAIModel(
-            model=endpoint.model,
-            base_url=base_url,
-            temperature=config.temperature,
-            timeout_s=600.0 if endpoint.local else 120.0,
-            max_completion_tokens=config.budgets.max_completion_tokens,
-            tool_mode=mode,
-        )
+        return {
+            "model": endpoint.model,
+            "base_url": base_url,
+            "temperature": config.temperature,
+            "timeout_s": 600.0 if endpoint.local else 120.0,
+            "max_completion_tokens": config.budgets.max_completion_tokens,
+            "tool_mode": mode,
+        }
 
     @contextlib.contextmanager
     def _local_server(self) -> Iterator[str]:
@@ -207,7 +192,7 @@ class FixRun:
         self,
         prepared: Prepared,
         session: SandboxSession,
-        model: OpenAIModel,
+        model: ModelProcess,
         baseline: TestRun,
         tests: TestRunCache,
     ) -> LoopResult:
@@ -266,7 +251,7 @@ class FixRun:
                 self.record(agent, env, model, baseline)
 
     def record(
-        self, agent: Agent, env: SandboxEnvironment, model: OpenAIModel, baseline: TestRun
+        self, agent: Agent, env: SandboxEnvironment, model: ModelProcess, baseline: TestRun
     ) -> None:
         """What the loop did, once, from the agent and the sandbox: usage, tests, the patch."""
         report, usage = self.report, agent.usage
@@ -299,18 +284,6 @@ class FixRun:
         elif req.branch:
             message = f"worker: {req.goal}"[:72]
             self.report.delivered = commit_on_branch(req.repo, req.branch, patch, message)
-
-
-@dataclass
-class _Hosted:
-    """The model client built in the background; None for the bundled model, whose address is
-    known once its server runs."""
-
-    model: OpenAIModel | None
-
-    def close(self) -> None:
-        if self.model is not None:
-            self.model.close()
 
 
 def _check_baseline(baseline: TestRun) -> None:
