@@ -6,7 +6,7 @@ from policies.errors import ConfigError, PolicyRefusal
 from sandbox.errors import SandboxError, SandboxTimeSpent, SandboxUsageError
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.errors import EnvironmentProblem, UsageError
-from worker.loop.agent import RunEnded
+from worker.loop.endings import RunEnded
 from worker.publish.errors import NotPublished
 
 EXIT_FIXED = 0

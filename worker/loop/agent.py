@@ -12,32 +12,18 @@ from policies.budgets import Budgets, BudgetUsage, check
 from sandbox.testrun import TestRun
 from sandbox.verdict import Verdict, judge
 from tools.base import Observation
-from worker.errors import WorkerError
 from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
 from worker.loop import prompts
+from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, Stuck
 from worker.loop.history import compact, history_chars
 from worker.loop.stuck import StuckDetector
 from worker.loop.trace import Trace
 
+__all__ = ["Agent", "BudgetExhausted", "GaveUp", "LoopResult", "RunEnded", "StepInfo", "Stuck"]
+
 REPEAT_TEMPERATURE = 0.7
 SAMPLE_ANSWERS = 2  # answers asked for, at most, per first edit sampled
 CUT_OFF_SHOWN = 200  # characters of a cut-off answer kept in the history
-
-
-class RunEnded(WorkerError):
-    """The run stopped without a verified fix (exit 1); `reason` says why, in words."""
-
-
-class BudgetExhausted(RunEnded):
-    """A step, token, cost or wall-clock budget ran out."""
-
-
-class Stuck(RunEnded):
-    """The model repeated itself or made no progress."""
-
-
-class GaveUp(RunEnded):
-    """The model said it was done twice while the tests still failed."""
 
 
 class Model(Protocol):
