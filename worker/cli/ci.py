@@ -71,7 +71,13 @@ def run_ci(args: argparse.Namespace) -> int:
     report = new_report(request)
 
     def run(trace: Trace) -> str:
-        fix = VerifiedFixRun(request=request, report=report, trace=trace, progress=show)
+        fix = VerifiedFixRun(
+            request=request,
+            report=report,
+            trace=trace,
+            progress=show,
+            client=getattr(args, "model_process", None),
+        )
         return CiRun(
             fix=fix,
             junit=[p.expanduser().resolve() for p in args.junit],

@@ -87,7 +87,13 @@ def run_fix(args: argparse.Namespace) -> int:
     return run_reported(
         request,
         report,
-        lambda trace: FixRun(request=request, report=report, trace=trace, progress=show).run(),
+        lambda trace: FixRun(
+            request=request,
+            report=report,
+            trace=trace,
+            progress=show,
+            client=getattr(args, "model_process", None),
+        ).run(),
         lambda: _finish(report, request.out, show, started, args),
         ordinary=(EXIT_NOT_FIXED,),
     )

@@ -42,6 +42,9 @@ VERBS: dict[str, tuple[str, str, str]] = {
 }
 
 
+MODEL_VERBS = ("fix", "ci")  # the verbs whose run talks to a model
+
+
 def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `verb`, only that verb's flags are built (and its module imported), so
     that `worker fix` does not pay for importing what `worker ci` or `worker eval` need."""
@@ -64,9 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     previous = signal.signal(signal.SIGTERM, _raise_interrupted)
     args = None
+    early = None
     try:
         words = list(sys.argv[1:] if argv is None else argv)
-        args = build_parser(_verb(words)).parse_args(words)
+        verb = _verb(words)
+        if verb in MODEL_VERBS and not {"-h", "--help"} & set(words):
+            from worker.llm.process import ModelProcess
+
+            # The model client's process first: the openai SDK, the longest import of a run,
+            # loads on another core while this one imports the rest and starts the sandbox.
+            early = ModelProcess()
+        args = build_parser(verb).parse_args(words)
+        args.model_process = early
         return _dispatch(args)
     except KeyboardInterrupt as exc:
         if not isinstance(exc, Interrupted):
@@ -83,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"worker: internal error: {type(exc).__name__}: {exc}")
         return exit_code_for(exc)
     finally:
+        if early is not None:
+            early.close()
         signal.signal(signal.SIGTERM, previous)
 
 

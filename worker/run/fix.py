@@ -78,12 +78,15 @@ class FixRun:
     report: RunReport
     trace: Trace
     progress: Progress
+    # The model client's process, when the command line started it before its own imports;
+    # else `run` starts one. Either way the run closes it.
+    client: ModelProcess | None = None
 
     def run(self) -> str:
         # The model client's process starts first: the openai SDK (most of our start-up time)
         # loads on another core while the sandbox starts and the baseline runs.
         with contextlib.ExitStack() as stack:
-            client = stack.enter_context(ModelProcess())
+            client = stack.enter_context(self.client or ModelProcess())
             if not self.request.endpoint.local:
                 client.connect(**self._client_options(self.request.endpoint.base_url))
             prepared = self.prepare_sandbox()
