@@ -59,6 +59,15 @@ def test_an_exact_snippet_is_replaced_once(env):
     assert (ws / "src/mid.py").read_text() == MID.replace("// 3", "// 2")
 
 
+def test_a_path_written_with_a_leading_dot_slash_is_the_same_file(env):
+    call, ws = env
+    # Seen from the bundled model, in three evaluation tasks: git apply refused "a/./src/...".
+    obs = call("./src/mid.py", "(lo + hi) // 3", "(lo + hi) // 2")
+    assert obs.ok, obs.text
+    assert obs.changed_files == ("src/mid.py",)
+    assert (ws / "src/mid.py").read_text() == MID.replace("// 3", "// 2")
+
+
 def test_line_numbers_and_wrong_indentation_copied_from_read_file_are_set_aside(env):
     call, ws = env
     # What a small model sends: read_file's numbered lines, indented by 2 instead of 8.

@@ -151,14 +151,19 @@ def _name(raw: str) -> str | None:
 
 
 def _strip_prefixes(fp: FilePatch, workspace: Path) -> None:
-    """Remove git's `a/` and `b/` unless the unprefixed reading names a file that exists."""
+    """Remove git's `a/` and `b/` unless the unprefixed reading names a file that exists, and
+    the `.` and empty segments git apply refuses (`./src/app.py`, as models write it)."""
     for attr, prefix in (("old", "a/"), ("new", "b/")):
         name = getattr(fp, attr)
-        if name is None or not name.startswith(prefix):
+        if name is None:
             continue
-        if (workspace / name).exists() and not (workspace / name[2:]).exists():
-            continue  # a real directory called a/ or b/
-        setattr(fp, attr, name[2:])
+        if name.startswith(prefix) and not (
+            (workspace / name).exists() and not (workspace / name[2:]).exists()
+        ):  # else a real directory called a/ or b/
+            name = name[2:]
+        if not name.startswith("/"):  # an absolute path stays one, for the policy to refuse
+            name = "/".join(part for part in name.split("/") if part not in ("", "."))
+        setattr(fp, attr, name)
 
 
 def _read_hunks(lines: list[str], i: int, fp: FilePatch) -> int:
