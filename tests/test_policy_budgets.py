@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies.budgets import Budgets, BudgetUsage, check, validate_cost_cap
+from policies.budgets import Budgets, BudgetUsage, answer_cap, check, validate_cost_cap
 from policies.errors import ConfigError
 from worker.cli.exit_codes import EXIT_USAGE, exit_code_for
 
@@ -83,3 +83,11 @@ def test_cost_cap_without_a_price_is_a_config_error_naming_the_fix() -> None:
 def test_cost_cap_with_a_price_or_no_cap_is_fine() -> None:
     validate_cost_cap(Budgets(max_cost_usd=2.0), price_known=True)
     validate_cost_cap(Budgets(), price_known=False)
+
+
+def test_one_answer_is_capped_shorter_for_the_bundled_model_unless_configured() -> None:
+    # The bundled model writes 7-8 tokens a second: a runaway answer at 1536 costs 200 s.
+    assert answer_cap(Budgets(), bundled=True) == 512
+    assert answer_cap(Budgets(), bundled=False) == 1536
+    assert answer_cap(Budgets(max_completion_tokens=1536), bundled=True) == 1536
+    assert answer_cap(Budgets(max_completion_tokens=300), bundled=False) == 300

@@ -74,7 +74,7 @@ output = 0.6
 
 
 def test_the_answer_cap_has_a_default_and_is_configurable(tmp_path: Path) -> None:
-    assert load_config(tmp_path).budgets.max_completion_tokens == 1536
+    assert load_config(tmp_path).budgets.max_completion_tokens is None  # the run's default
     write(tmp_path, "worker.toml", "[budgets]\nmax_completion_tokens = 512\n")
     assert load_config(tmp_path).budgets.max_completion_tokens == 512
     write(tmp_path, "worker.toml", "[budgets]\nmax_completion_tokens = 0\n")

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import openai
 from openai.types.chat import ChatCompletion
 
-from policies.budgets import Budgets
+from policies.budgets import ANSWER_TOKENS
 from worker.errors import ModelUnavailable
 from worker.llm.types import (
     CallOutOfTime,
@@ -127,7 +127,7 @@ class OpenAIModel:
         max_backoff: float = 8.0,
         deadline_s: float = 20.0,
         seed: int | None = None,
-        max_completion_tokens: int = Budgets().max_completion_tokens,
+        max_completion_tokens: int = ANSWER_TOKENS,
     ) -> None:
         if tool_mode not in ("native", "json_schema", "text", "auto"):
             raise ValueError(f"unknown tool mode {tool_mode!r}")

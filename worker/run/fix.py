@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from policies.budgets import answer_cap
 from policies.config import WorkerConfig
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
@@ -137,7 +138,7 @@ class FixRun:
             "base_url": base_url,
             "temperature": config.temperature,
             "timeout_s": 600.0 if endpoint.local else 120.0,
-            "max_completion_tokens": config.budgets.max_completion_tokens,
+            "max_completion_tokens": answer_cap(config.budgets, bundled=endpoint.local),
             "tool_mode": mode,
         }
 
