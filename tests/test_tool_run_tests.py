@@ -64,10 +64,9 @@ def run(make_repo, open_sandbox):
     )
     registry = ToolRegistry(tools=default_tools())
 
-    def call(*tests: str, timeout_s: float = 60):
-        obs = registry.call(
-            "run_tests", {"tests": list(tests)}, dataclasses.replace(ctx, test_timeout_s=timeout_s)
-        )
+    def call(*tests: str, timeout_s: float = 60, known: tuple[str, ...] = ()):
+        here = dataclasses.replace(ctx, test_timeout_s=timeout_s, known_tests=known)
+        obs = registry.call("run_tests", {"tests": list(tests)}, here)
         assert len(obs.text.encode()) <= CAP.max_bytes
         assert len(obs.text.splitlines()) <= CAP.max_lines
         return obs
@@ -105,6 +104,24 @@ def test_a_test_inherited_from_a_mixin_is_named_by_the_class_that_runs_it(run) -
     ]
     again = run(*both.data["failing"])
     assert again.text.startswith("0 passed, 2 failed"), again.text
+
+
+def test_an_id_written_with_the_wrong_folder_or_without_its_class_runs_the_test_meant(run) -> None:
+    # The baseline's ids, as the run hands them to the tool: the failing ones first.
+    known = ("tests/test_fail.py::test_add", "tests/test_fail.py::test_ok")
+    known += ("tests/test_mix_a.py::ATest::test_add_mixed",)
+    obs = run("test_fail.py::test_add", "tests/test_mix_a.py::test_add_mixed", known=known)
+    assert obs.data["failing"] == [
+        "tests/test_fail.py::test_add",
+        "tests/test_mix_a.py::ATest::test_add_mixed",
+    ]
+    assert "test_fail.py::test_add is not a test id here; ran tests/test_fail.py::test_add" in (
+        obs.text
+    )
+    nothing = run("tests/test_fail.py::test_subtract", known=known)
+    assert nothing.text.startswith("0 passed, 0 failed"), nothing.text
+    assert "No test ran: no test here has the id tests/test_fail.py::test_subtract" in nothing.text
+    assert "e.g. tests/test_fail.py::test_add" in nothing.text
 
 
 def test_hanging_crashing_and_flooding_suites(run) -> None:

@@ -31,6 +31,8 @@ class ToolContext:
     test_timeout_s: float | None = None
     # Where the tests run: with a cache, a run on the same tree and command is not repeated.
     tests: TestRunCache | None = None
+    # The test ids the baseline run reported, failing ones first: run_tests matches ids to them.
+    known_tests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from sandbox.testrun import run_tests
 from tools.base import Observation, Tool, ToolContext, failed
+from tools.test_ids import resolve_test_ids
 
 MAX_IDS = 50
 
@@ -37,7 +38,9 @@ REUSED = (
 
 def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     """Run the tests; ok unless the run was cut short (time limit, out of memory)."""
-    tests: list[str] = list(args.get("tests") or [])
+    asked: list[str] = list(args.get("tests") or [])
+    resolved = resolve_test_ids(asked, ctx.known_tests)
+    tests = list(resolved.ids)
     reused = False
     try:
         if ctx.tests is not None:
@@ -51,7 +54,13 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         return failed(str(exc))
     result = run.result
     data = {**run.to_dict(), "tests": tests, "reused": reused}
-    text = run.render()
+    text = "\n".join((*resolved.notes, run.render()))
+    if resolved.unknown and (run.summary is None or run.summary.total == 0):
+        examples = ", ".join(ctx.known_tests[:3])
+        text += (
+            f"\nNo test ran: no test here has the id {', '.join(resolved.unknown)}. "
+            f"Write ids as the failures show them, e.g. {examples}."
+        )
     if reused:
         text += f"\n{REUSED}"
     if result.timed_out:

@@ -210,6 +210,7 @@ class FixRun:
             test_cmd=baseline.test_cmd,
             test_timeout_s=req.test_timeout_s,
             tests=tests,
+            known_tests=_known_tests(baseline),
         )
         registry = ToolRegistry(tools=default_tools(config.edit_tools))
         env = SandboxEnvironment(
@@ -300,3 +301,11 @@ def _check_baseline(baseline: TestRun) -> None:
         )
     if baseline.summary is not None and baseline.summary.total == 0 and result.exit_code == 5:
         raise UsageError("the test command collected no tests: pass --test-cmd")
+
+
+def _known_tests(baseline: TestRun) -> tuple[str, ...]:
+    """The baseline's test ids, the failing ones first (run_tests shows them as examples)."""
+    if baseline.summary is None:
+        return ()
+    failing = baseline.summary.failing_ids()
+    return tuple(dict.fromkeys([*failing, *baseline.summary.outcomes]))
