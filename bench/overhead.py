@@ -152,6 +152,9 @@ def main() -> int:
     parser.add_argument(
         "--compare", type=Path, help="another checkout (e.g. main), timed in the same rounds"
     )
+    parser.add_argument(
+        "--timeline", action="store_true", help="also print the last run's trace, event by event"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     ours: list[float] = []
@@ -160,6 +163,7 @@ def main() -> int:
     other: list[float] = []
     phases: dict[str, list[float]] = {}
     imports: dict[str, list[float]] = {}
+    timeline: list[str] = []
     try:
         repo = make_repo(tmp)
         time_fix(repo, tmp / "warm-up")  # page cache, image layers: not what is measured
@@ -182,6 +186,8 @@ def main() -> int:
             removal.append(removed)
             for label, value in time_imports(ROOT).items():
                 imports.setdefault(label, []).append(value)
+        if args.timeline:
+            timeline = trace_lines(tmp / f"out{args.repeat - 1}" / "trace.jsonl", took)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mine, bare = statistics.median(ours), statistics.median(limit)
@@ -204,8 +210,23 @@ def main() -> int:
     if args.json:
         samples = {"ours": ours, "limit": limit, "removal": removal, "other": other}
         args.json.write_text(json.dumps(samples))
+    if timeline:
+        print("the last run, from its trace (seconds on the run's clock):")
+        print("\n".join(timeline))
     print(f"ratio (worker fix / physical limit): {mine / bare:.2f} (target <= 1.3)")
     return 0
+
+
+def trace_lines(trace: Path, took: float) -> list[str]:
+    """One line per trace event: when it ended, what it was, how long it took."""
+    lines = []
+    for raw in trace.read_text().splitlines():
+        event = json.loads(raw)
+        what = " ".join(str(event[k]) for k in ("type", "name") if k in event)
+        took_s = f"{event['duration_s']:.3f} s" if "duration_s" in event else ""
+        lines.append(f"  {event.get('t', 0):7.3f}  {what:<28} {took_s}")
+    lines.append(f"  (the process, start to exit: {took:.3f} s)")
+    return lines
 
 
 if __name__ == "__main__":
