@@ -52,15 +52,17 @@ def test_the_loop_importing_the_command_line_is_refused(tmp_path):
     assert proc.returncode != 0 and "Nothing imports the command line BROKEN" in proc.stdout
 
 
-def test_the_command_line_starts_without_the_model_client_or_rich():
-    # `worker fix` loads the openai SDK in the background while the sandbox starts
-    # (worker/run/fix.py): a module that imports it at the top would put it back on the path to
-    # the first container, for every verb. rich is for terminals only.
+def test_the_command_line_starts_without_the_model_client_the_loop_or_rich():
+    # `worker fix` loads the openai SDK in a process of its own and the loop and the tools on a
+    # thread while the sandbox starts (worker/run/fix.py): a module that imports them at the top
+    # would put them back on the path to the first container. rich is for terminals only.
     code = (
         "import sys, io; from worker.cli.main import build_parser; build_parser();"
+        "import worker.cli.fix, worker.run.fix;"
         "from worker.cli.progress import ProgressPrinter;"
         "out = io.StringIO(); ProgressPrinter(stream=out).say('[b]x[/b] :smile:');"
-        "print(sorted(m for m in ('openai', 'rich') if m in sys.modules), repr(out.getvalue()))"
+        "late = ('openai', 'rich', 'worker.loop.agent', 'tools.registry');"
+        "print(sorted(m for m in late if m in sys.modules), repr(out.getvalue()))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
@@ -22,10 +22,12 @@ from worker.ci.failures import exists_in, read_junit_files
 from worker.ci.triage import Triage, triage
 from worker.errors import UsageError
 from worker.llm.process import ModelProcess
-from worker.loop.agent import Agent
-from worker.run.environment import SandboxEnvironment
 from worker.run.fix import NOTHING_TO_FIX, FixRun
 from worker.run.report import tests_dict
+
+if TYPE_CHECKING:  # the loop loads on a thread while the sandbox starts (worker/run/preload.py)
+    from worker.loop.agent import Agent
+    from worker.run.environment import SandboxEnvironment
 
 
 @dataclass(kw_only=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from worker.loop.agent import StepInfo
-
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from worker.loop.agent import StepInfo
 
 
 class ProgressPrinter:

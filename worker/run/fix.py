@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from policies.budgets import answer_cap
 from policies.config import WorkerConfig
@@ -21,21 +21,28 @@ from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.testrun import TestRun, detect_test_command
 from sandbox.testrun_cache import TestRunCache
 from sandbox.verdict import judge
-from tools.base import ToolContext
-from tools.registry import ToolRegistry, default_tools
 from worker.errors import UsageError
 from worker.llm import pricing
 from worker.llm.process import ModelProcess
-from worker.loop.agent import Agent, LoopResult, StepInfo
-from worker.loop.grounding import implicated_code, implicated_files
 from worker.loop.trace import Trace
 from worker.run.deliver import apply_to_worktree, commit_on_branch
-from worker.run.environment import SandboxEnvironment
+from worker.run.preload import preloaded
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
+
+if TYPE_CHECKING:
+    from worker.loop.agent import Agent, LoopResult, StepInfo
+    from worker.run.environment import SandboxEnvironment
 
 LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
 REMOTE_CONTEXT_CHARS = 60_000
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
+# What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
+LOOP_MODULES = (
+    "worker.loop.agent",
+    "worker.loop.grounding",
+    "tools.registry",
+    "worker.run.environment",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,6 +95,7 @@ class FixRun:
         # loads on another core while the sandbox starts and the baseline runs.
         with contextlib.ExitStack() as stack:
             client = stack.enter_context(self.client or ModelProcess())
+            stack.enter_context(preloaded(LOOP_MODULES))
             if not self.request.endpoint.local:
                 client.connect(**self._client_options(self.request.endpoint.base_url))
             prepared = self.prepare_sandbox()
@@ -201,6 +209,12 @@ class FixRun:
         tests: TestRunCache,
     ) -> LoopResult:
         """The agent over the real tools; whatever its ending, the report records it."""
+        from tools.base import ToolContext
+        from tools.registry import ToolRegistry, default_tools
+        from worker.loop.agent import Agent
+        from worker.loop.grounding import implicated_code, implicated_files
+        from worker.run.environment import SandboxEnvironment
+
         req, config = self.request, self.request.config
         context = ToolContext(
             workspace=session.workspace.path,
