@@ -123,7 +123,7 @@ def test_tests_inherited_from_a_mixin_and_a_long_class_shown_as_an_outline(tmp_p
         + body,
         "tests/mixin.py": (
             "class BoxMixin:\n    def test_store(self):\n        b = self.Box()\n"
-            "        b[1] = 2\n        assert b.peek(1) == 2\n"
+            "        b.put(1, 2)\n        assert b.peek(1) == 2\n"
         ),
         "tests/test_box.py": (
             "import unittest\nfrom box import Box\nfrom . import mixin\n\n\n"
@@ -147,3 +147,43 @@ def test_tests_inherited_from_a_mixin_and_a_long_class_shown_as_an_outline(tmp_p
     assert "(outline)" in shown.text and "  2|     def __setitem__(self, key, value):" in shown.text
     # Only an outline: no whole function is shown, so no edit is forced on the first reply.
     assert not shown.shows_code
+
+
+def test_a_method_the_tests_syntax_calls_is_shown_from_the_class_and_its_bases(tmp_path):
+    # `c[k] = v` names no function: it runs LimitedCache.__setitem__, which hands on to
+    # Cache.__setitem__, where the bug is. Both are shown whole, so the first reply may edit.
+    body = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(40))
+    files = {
+        "cache.py": (
+            "import collections.abc\n\n\nclass Cache(collections.abc.MutableMapping):\n"
+            "    def __setitem__(self, key, value):\n        self._data[key] = value - 1\n\n"
+            "    def __contains__(self, key):\n        return key in self._data\n\n"
+            + body
+            + "\nclass LimitedCache(Cache):\n"
+            "    def __setitem__(self, key, value, setitem=Cache.__setitem__):\n"
+            "        setitem(self, key, value)\n"
+        ),
+        "tests/test_cache.py": (
+            "from cache import LimitedCache\n\n\ndef test_store():\n    c = LimitedCache()\n"
+            "    c[1] = 2\n    assert 1 in c\n"
+        ),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    run = failing(
+        TestFailure(
+            test_id="tests/test_cache.py::test_store",
+            kind="failure",
+            message="AssertionError",
+            traceback="tests/test_cache.py:7: in test_store",
+        )
+    )
+    shown = implicated_code(run, workspace=tmp_path, paths=PathPolicy())
+    heads = [line for line in shown.text.splitlines() if line.startswith("cache.py: ")]
+    assert heads == [  # the subclass's own __setitem__ is in the class shown: not repeated
+        "cache.py: LimitedCache, lines 132-134 of 134",
+        "cache.py: __setitem__, lines 5-6 of 134",
+        "cache.py: __contains__, lines 8-9 of 134",
+    ], shown.text
+    assert "6|         self._data[key] = value - 1" in shown.text and shown.shows_code

@@ -33,6 +33,9 @@ class Definition:
     end: int
     outline: bool = False  # a class too long to show: its header and method lines only
     top: bool = True  # a module-level function or class, not a method
+    owner: str = ""  # for a method: its class's name
+    bases: tuple[str, ...] = ()  # for a class: its bases' names (`abc.Mapping` -> `Mapping`)
+    is_class: bool = False
 
     def render(self, lines: list[str]) -> str:
         """The definition in read_file's numbered form."""
@@ -55,7 +58,10 @@ class Definition:
 
 def called_names(test_file: Path, test_id: str) -> list[str]:
     """Names the test `test_id` uses, in order of appearance, following helper functions of the
-    test file one level down; [] when the file does not parse or the test is not found."""
+    test file one level down; [] when the file does not parse or the test is not found.
+
+    Syntax that calls a method counts as that method's name: `c[k] = v` is `__setitem__`,
+    `k in c` is `__contains__`, `len(c)` is `__len__` (see SYNTAX_METHODS)."""
     tree = _parse(test_file)
     if tree is None:
         return []
@@ -104,8 +110,8 @@ def index(workspace: Path, files: Iterable[str]) -> dict[str, list[Definition]]:
         tree = _parse(workspace / rel)
         if tree is None:
             continue
-        for node, top in _defs(tree):
-            d = _definition(rel, node, top=top)
+        for node, owner in _defs(tree):
+            d = _definition(rel, node, owner=owner)
             out.setdefault(d.name, []).append(d)
     return out
 
@@ -116,29 +122,41 @@ def enclosing(workspace: Path, rel: str, line: int) -> Definition | None:
     if tree is None:
         return None
     best: Definition | None = None
-    for node, top in _defs(tree):
-        d = _definition(rel, node, top=top)
+    for node, owner in _defs(tree):
+        d = _definition(rel, node, owner=owner)
         if d.start <= line <= d.end and (best is None or d.start >= best.start):
             best = d
     return best
 
 
-def _definition(rel: str, node: ast.AST, *, top: bool) -> Definition:
+def _definition(rel: str, node: ast.AST, *, owner: str) -> Definition:
     assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     end = node.end_lineno or node.lineno
-    long_class = isinstance(node, ast.ClassDef) and end - start >= MAX_DEF_LINES
-    return Definition(path=rel, name=node.name, start=start, end=end, outline=long_class, top=top)
+    is_class = isinstance(node, ast.ClassDef)
+    bases: tuple[str, ...] = ()
+    if isinstance(node, ast.ClassDef):
+        bases = tuple(
+            b.id if isinstance(b, ast.Name) else b.attr
+            for b in node.bases
+            if isinstance(b, (ast.Name, ast.Attribute))
+        )
+    return Definition(
+        path=rel, name=node.name, start=start, end=end,
+        outline=is_class and end - start >= MAX_DEF_LINES,
+        top=not owner, owner=owner, bases=bases, is_class=is_class,
+    )  # fmt: skip
 
 
-def _defs(tree: ast.Module) -> list[tuple[ast.AST, bool]]:
-    found: list[tuple[ast.AST, bool]] = []
+def _defs(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Top-level functions and classes (owner "") and the classes' methods (owner: the class)."""
+    found: list[tuple[ast.AST, str]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.append((node, True))
+            found.append((node, ""))
         if isinstance(node, ast.ClassDef):
             found += [
-                (m, False)
+                (m, node.name)
                 for m in node.body
                 if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
@@ -164,6 +182,21 @@ def _find(tree: ast.Module, parts: list[str]) -> ast.AST | None:
     return node
 
 
+# The methods a test's syntax calls: a bug planted in `__setitem__` is reached by `c[k] = v`,
+# which names nothing.
+SYNTAX_METHODS = {
+    ast.Store: "__setitem__",
+    ast.Load: "__getitem__",
+    ast.Del: "__delitem__",
+    "len": "__len__",
+    "iter": "__iter__",
+    "repr": "__repr__",
+    "str": "__str__",
+    "hash": "__hash__",
+    "bool": "__bool__",
+}
+
+
 def _names(node: ast.AST) -> list[str]:
     found: list[tuple[int, int, str]] = []
     for sub in ast.walk(node):
@@ -171,7 +204,20 @@ def _names(node: ast.AST) -> list[str]:
             found.append((sub.lineno, sub.col_offset, sub.id))
         elif isinstance(sub, ast.Attribute):
             found.append((sub.end_lineno or sub.lineno, sub.end_col_offset or 0, sub.attr))
+        implied = _syntax_method(sub)
+        if implied and isinstance(sub, ast.expr):
+            found.append((sub.lineno, sub.col_offset, implied))
     return [name for _, _, name in sorted(found)]
+
+
+def _syntax_method(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Subscript):
+        return SYNTAX_METHODS.get(type(node.ctx))
+    if isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
+        return "__contains__"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return SYNTAX_METHODS.get(node.func.id)
+    return None
 
 
 def _parse(path: Path) -> ast.Module | None:

@@ -17,6 +17,7 @@ from sandbox.testrun import TestRun
 from worker.loop import definitions
 
 _FRAME = re.compile(r"([\w./-]+\.py):\d+")
+MAX_CLASSES = 8  # classes (a test's and their bases) searched for a method its syntax calls
 
 
 def implicated_files(
@@ -113,11 +114,33 @@ def implicated_code(
         test_file = failure.test_id.split("::")[0]
         if not paths.check(test_file).allowed or not _is_file_inside(workspace, test_file):
             continue
-        for name in definitions.called_names(workspace / test_file, failure.test_id):
+        names = definitions.called_names(workspace / test_file, failure.test_id)
+        classes = [d.name for n in names for d in by_name.get(n, []) if d.is_class and d.top]
+        for name in names:
+            if name.startswith("__"):  # a method the test's syntax calls on its classes
+                chosen.extend(_methods(by_name, classes, name))
+                continue
             found = _one(by_name.get(name, []), name)
             if found is not None:
                 chosen.append(found)
     return _render(workspace, chosen, max_lines=max_lines)
+
+
+def _methods(
+    by_name: dict[str, list[definitions.Definition]], classes: list[str], name: str
+) -> list[definitions.Definition]:
+    """The method `name` of `classes` and of their bases, nearest first: `FIFOCache()[k] = v`
+    runs `FIFOCache.__setitem__`, which may hand on to `Cache.__setitem__`."""
+    found: list[definitions.Definition] = []
+    queue, seen = list(dict.fromkeys(classes)), set[str]()
+    while queue and len(seen) < MAX_CLASSES:
+        cls = queue.pop(0)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        found += [d for d in by_name.get(name, []) if d.owner == cls]
+        queue += [b for d in by_name.get(cls, []) if d.is_class for b in d.bases]
+    return found
 
 
 def _package_files(workspace: Path, near: list[str], paths: PathPolicy) -> list[str]:
@@ -148,8 +171,10 @@ def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines:
     code = False
     used = 0
     seen: set[tuple[str, int]] = set()
+    whole: list[definitions.Definition] = []  # shown in full: what lies inside is not repeated
     for d in chosen:
-        if (d.path, d.start) in seen:
+        inside = any(w.path == d.path and w.start <= d.start and d.end <= w.end for w in whole)
+        if (d.path, d.start) in seen or inside:
             continue
         seen.add((d.path, d.start))
         lines = (workspace / d.path).read_text(encoding="utf-8", errors="replace").splitlines()
@@ -159,5 +184,7 @@ def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines:
             continue
         shown.append(text)
         used += size
+        if not d.outline:
+            whole.append(d)
         code = code or not d.outline
     return Grounding(text="\n\n".join(shown), shows_code=code)
