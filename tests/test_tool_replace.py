@@ -92,6 +92,9 @@ def test_a_snippet_that_fits_two_places_changes_nothing(env):
     assert not obs.ok
     assert "2 times" in obs.text
     assert (ws / "src/dup.py").read_text() == FILES["src/dup.py"]
+    # Each place with its neighbours, numbered as read_file numbers lines: one to copy from.
+    assert "(lines 2, 6)" in obs.text
+    assert "1| def a():\n2|     x = 1\n3| \n---\n5| def b():\n6|     x = 1" in obs.text
 
 
 def test_a_snippet_not_in_the_file_shows_the_closest_lines(env):

@@ -98,16 +98,38 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     return replace(observation, text=shown, data={**observation.data, "tolerated": note})
 
 
+def _ambiguous(text: str, old: str, count: int, shown: int = 3) -> str:
+    """Where `old` is, with a line above and below each place: the model picks one and copies
+    the line that tells it apart (the bundled model, told only "include more lines", sent the
+    same `old` again)."""
+    lines = text.splitlines()
+    size = old.count("\n") + (0 if old.endswith("\n") else 1)
+    starts, at = [], text.find(old)
+    while at != -1:
+        starts.append(text.count("\n", 0, at))
+        at = text.find(old, at + 1)
+    width = len(str(min(len(lines), starts[-1] + size + 1)))
+    places = []
+    for start in starts[:shown]:
+        span = range(max(0, start - 1), min(len(lines), start + size + 1))
+        places.append("\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in span))
+    where = ", ".join(str(n + 1) for n in starts[:12]) + (", ..." if len(starts) > 12 else "")
+    more = f"\n[... {len(starts) - shown} more places ...]" if len(starts) > shown else ""
+    return (
+        f"old appears {count} times in the file (lines {where}); nothing was changed. Add to "
+        "old the line above or below it at the place you mean, so that it matches there only:\n"
+        + "\n---\n".join(places)
+        + more
+    )
+
+
 def _replaced(text: str, old: str, new: str) -> tuple[str | None, str]:
     """The file with `old` replaced once, and a note on what was tolerated; or None and why."""
     count = text.count(old)
     if count == 1:
         return text.replace(old, new, 1), ""
     if count > 1:
-        return None, (
-            f"old appears {count} times in the file; nothing was changed. Include more "
-            "surrounding lines so that it matches one place only."
-        )
+        return None, _ambiguous(text, old, count)
     lines = text.splitlines()
     places = _places(lines, old, new)
     if len(places) == 1:
