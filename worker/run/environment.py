@@ -94,7 +94,10 @@ class SandboxEnvironment:
     def diff(self) -> str:
         """The model's edits only: files it changed through apply_patch that the policy lets it
         write. What code run in the sandbox changed besides (a test rewritten at import time,
-        say) is a side effect, never part of the fix, so verification runs the original tests."""
+        say) is a side effect, never part of the fix, so verification runs the original tests.
+        Before any edit it is empty, without asking git (two processes per step)."""
+        if not any(self._is_edit(rel) for rel in self._edited):
+            return ""
         return self._session.workspace.diff(self._is_edit)
 
     def changes(self) -> tuple[list[str], list[str]]:
