@@ -11,6 +11,11 @@ the same tree and command as the run after the patch, so it is not in the limit.
 
 Container removal is printed on its own line: the limit leaves it out (it can happen after the
 answer is known). Run: python3 bench/overhead.py [--repeat N]; the ratio is printed last.
+
+Our modules' bytecode is cached (in the benchmark's temporary folder), as it is for a user: pip
+compiles it at install time, and an editable install writes it on first use. The project's VM
+sets PYTHONDONTWRITEBYTECODE=1, under which every run compiles about 60 of our modules from
+source again; `--compile-every-run` measures that way (the figures of the first three passes).
 """
 
 from __future__ import annotations
@@ -80,11 +85,23 @@ def make_repo(parent: Path) -> Path:
     return repo
 
 
-def time_fix(repo: Path, out: Path, tree: Path = ROOT) -> tuple[float, dict[str, object]]:
+def python_env(tree: Path, pycache: Path | None) -> dict[str, str]:
+    """The environment of a fresh interpreter running the code in `tree`; with `pycache`, its
+    bytecode is written there once and read back on later runs."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def time_fix(
+    repo: Path, out: Path, tree: Path = ROOT, pycache: Path | None = None
+) -> tuple[float, dict[str, object]]:
     """One `worker fix` (of the code in `tree`) as a user runs it: a fresh interpreter, start
     to exit."""
     with ScriptedServer(script=script()) as server:
-        env = {**os.environ, "OPENAI_API_KEY": "sk-bench", "PYTHONPATH": str(tree)}
+        env = {**python_env(tree, pycache), "OPENAI_API_KEY": "sk-bench"}
         env.pop("OPENAI_BASE_URL", None)
         args = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo), "--out", str(out)]
         args += ["--model", "scripted", "--base-url", server.base_url, "--quiet"]
@@ -133,10 +150,10 @@ IMPORTS = {
 }
 
 
-def time_imports(tree: Path) -> dict[str, float]:
+def time_imports(tree: Path, pycache: Path | None = None) -> dict[str, float]:
     """Fresh interpreters, start to exit: what any Python program that reaches the model
     through the openai SDK pays before its first call, and what our own modules add."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = python_env(tree, pycache)
     took = {}
     for label, code in IMPORTS.items():
         started = time.perf_counter()
@@ -153,6 +170,11 @@ def main() -> int:
         "--compare", type=Path, help="another checkout (e.g. main), timed in the same rounds"
     )
     parser.add_argument(
+        "--compile-every-run",
+        action="store_true",
+        help="no bytecode cache for our modules: each run compiles them from source",
+    )
+    parser.add_argument(
         "--timeline", action="store_true", help="also print the last run's trace, event by event"
     )
     args = parser.parse_args()
@@ -166,14 +188,18 @@ def main() -> int:
     timeline: list[str] = []
     try:
         repo = make_repo(tmp)
-        time_fix(repo, tmp / "warm-up")  # page cache, image layers: not what is measured
+        pycache = None if args.compile_every_run else tmp / "pycache"
+        # The warm-up: page cache, image layers, bytecode (for both trees): not what is measured.
+        time_fix(repo, tmp / "warm-up", pycache=pycache)
+        if args.compare:
+            time_fix(repo, tmp / "warm-up-cmp", args.compare, pycache=pycache)
         for i in range(args.repeat):
-            took, report = time_fix(repo, tmp / f"out{i}")
+            took, report = time_fix(repo, tmp / f"out{i}", pycache=pycache)
             if report["status"] != "fixed":
                 raise SystemExit(f"the scripted run did not end fixed: {report['reason']}")
             ours.append(took)
             if args.compare:
-                other.append(time_fix(repo, tmp / f"cmp{i}", args.compare)[0])
+                other.append(time_fix(repo, tmp / f"cmp{i}", args.compare, pycache=pycache)[0])
             durations = report.get("durations") or {}
             assert isinstance(durations, dict)
             for key, value in durations.items():
@@ -184,14 +210,15 @@ def main() -> int:
             work, removed = time_limit(repo)
             limit.append(work)
             removal.append(removed)
-            for label, value in time_imports(ROOT).items():
+            for label, value in time_imports(ROOT, pycache).items():
                 imports.setdefault(label, []).append(value)
         if args.timeline:
             timeline = trace_lines(tmp / f"out{args.repeat - 1}" / "trace.jsonl", took)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     mine, bare = statistics.median(ours), statistics.median(limit)
-    print(f"runs: {args.repeat} (after one warm-up), machine: {os.cpu_count()} cores")
+    print(f"runs: {args.repeat} (after one warm-up), machine: {os.cpu_count()} cores, "
+          f"bytecode {'compiled every run' if args.compile_every_run else 'cached'}")  # fmt: skip
     print(f"worker fix, 5 replies, start to exit        median {mine:6.2f} s  "
           f"(min {min(ours):.2f}, max {max(ours):.2f})")  # fmt: skip
     for key, values in sorted(phases.items()):
