@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import shlex
 from collections.abc import Sequence
@@ -125,6 +126,37 @@ def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
     return clean
 
 
+_SHELL = re.compile(r"[;&|$`()<>\n]")
+
+
+def narrowed(command: str, test_ids: Sequence[str]) -> str:
+    """`command` without the paths it names that hold every test asked for: with `pytest
+    tests` and the id `tests/test_a.py::test_x`, only that test runs, not the folder besides.
+
+    >>> narrowed("python -m pytest toolz/tests -q", ["toolz/tests/test_a.py::test_x"])
+    'python -m pytest -q'
+    >>> narrowed("python -m pytest tests", ["other/test_b.py::test_y"])
+    'python -m pytest tests'
+    >>> narrowed("python -m pytest pytest", ["pytest/test_c.py"])
+    'python -m pytest'
+
+    A command with shell syntax in it is left as it is."""
+    if _SHELL.search(command):
+        return command
+    words = shlex.split(command)
+
+    def holds(path: str) -> bool:
+        folder = path.rstrip("/") + "/"
+        return all(t == path or t.startswith((folder, path + "::")) for t in test_ids)
+
+    runner = next((i for i, w in enumerate(words) if Path(w).name in ("pytest", "py.test")), None)
+    if runner is None:
+        return command
+    rest = [w for w in words[runner + 1 :] if w.startswith("-") or not holds(w)]
+    kept = words[: runner + 1] + rest
+    return command if len(kept) == len(words) else shlex.join(kept)
+
+
 def run_tests(
     box: Sandbox,
     *,
@@ -144,7 +176,7 @@ def run_tests(
         env = {"WORKER_RUN_TOKEN": token, "PYTHONPATH": plugin.rsplit("/", 1)[0]}
         command = f"{test_cmd} {PYTEST_FLAGS} -p {STAMP_MODULE} --junitxml={junit}"
     if ids:
-        command = f"{command} {' '.join(shlex.quote(t) for t in ids)}"
+        command = f"{narrowed(command, ids)} {' '.join(shlex.quote(t) for t in ids)}"
     if junit:
         command = f"rm -f {junit}; {command}"
     result = box.run(command, timeout_s=timeout_s, capture_file=junit, env=env)

@@ -64,8 +64,12 @@ def run(make_repo, open_sandbox):
     )
     registry = ToolRegistry(tools=default_tools())
 
-    def call(*tests: str, timeout_s: float = 60, known: tuple[str, ...] = ()):
+    def call(
+        *tests: str, timeout_s: float = 60, known: tuple[str, ...] = (), cmd: str | None = None
+    ):
         here = dataclasses.replace(ctx, test_timeout_s=timeout_s, known_tests=known)
+        if cmd is not None:
+            here = dataclasses.replace(here, test_cmd=cmd)
         obs = registry.call("run_tests", {"tests": list(tests)}, here)
         assert len(obs.text.encode()) <= CAP.max_bytes
         assert len(obs.text.splitlines()) <= CAP.max_lines
@@ -122,6 +126,14 @@ def test_an_id_written_with_the_wrong_folder_or_without_its_class_runs_the_test_
     assert nothing.text.startswith("0 passed, 0 failed"), nothing.text
     assert "No test ran: no test here has the id tests/test_fail.py::test_subtract" in nothing.text
     assert "e.g. tests/test_fail.py::test_add" in nothing.text
+
+
+def test_ids_asked_of_a_command_that_names_their_folder_run_alone(run) -> None:
+    # The task's command runs the folder (which holds a test that hangs); the id asked is in it,
+    # so the folder is left out and only that test runs.
+    obs = run("tests/test_fail.py::test_ok", cmd="python -m pytest tests", timeout_s=20)
+    assert obs.data["counts"] == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}, obs.text
+    assert " tests " not in obs.data["command"] + " "
 
 
 def test_hanging_crashing_and_flooding_suites(run) -> None:
