@@ -109,10 +109,10 @@ def _ambiguous(text: str, old: str, count: int, shown: int = 3) -> str:
         starts.append(text.count("\n", 0, at))
         at = text.find(old, at + 1)
     width = len(str(min(len(lines), starts[-1] + size + 1)))
-    places = []
-    for start in starts[:shown]:
-        span = range(max(0, start - 1), min(len(lines), start + size + 1))
-        places.append("\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in span))
+    places = [
+        _numbered(lines, max(0, start - 1), min(len(lines), start + size + 1), width)
+        for start in starts[:shown]
+    ]
     where = ", ".join(str(n + 1) for n in starts[:12]) + (", ..." if len(starts) > 12 else "")
     more = f"\n[... {len(starts) - shown} more places ...]" if len(starts) > shown else ""
     return (
@@ -270,9 +270,12 @@ def _not_found(lines: list[str], old: str) -> str:
         lo, hi, what = 0, len(lines), "The file"
     else:
         return text
-    width = len(str(hi))
-    shown = "\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in range(lo, hi))
-    return f"{text} {what}:\n{shown}"
+    return f"{text} {what}:\n{_numbered(lines, lo, hi, len(str(hi)))}"
+
+
+def _numbered(lines: list[str], lo: int, hi: int, width: int) -> str:
+    """Lines lo..hi-1 (0-based) as read_file numbers them, numbers right-aligned to `width`."""
+    return "\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in range(lo, hi))
 
 
 def _elsewhere(ctx: ToolContext, rel: str, old: str) -> str:

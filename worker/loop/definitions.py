@@ -32,10 +32,14 @@ class Definition:
     start: int  # 1-based, decorators included
     end: int
     outline: bool = False  # a class too long to show: its header and method lines only
-    top: bool = True  # a module-level function or class, not a method
     owner: str = ""  # for a method: its class's name
     bases: tuple[str, ...] = ()  # for a class: its bases' names (`abc.Mapping` -> `Mapping`)
     is_class: bool = False
+
+    @property
+    def top(self) -> bool:
+        """A module-level function or class, not a method."""
+        return not self.owner
 
     def render(self, lines: list[str]) -> str:
         """The definition in read_file's numbered form."""
@@ -144,7 +148,7 @@ def _definition(rel: str, node: ast.AST, *, owner: str) -> Definition:
     return Definition(
         path=rel, name=node.name, start=start, end=end,
         outline=is_class and end - start >= MAX_DEF_LINES,
-        top=not owner, owner=owner, bases=bases, is_class=is_class,
+        owner=owner, bases=bases, is_class=is_class,
     )  # fmt: skip
 
 
