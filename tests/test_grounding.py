@@ -55,10 +55,20 @@ def repo(tmp_path: Path) -> Path:
         "mit/more.py": MORE,
         "tests/test_mit.py": TESTS,
     }
+    return write(tmp_path, files)
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    return tmp_path
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def assertion_failed(test_id: str, traceback: str) -> TestRun:
+    return failing(
+        TestFailure(test_id=test_id, kind="failure", message="AssertionError", traceback=traceback)
+    )
 
 
 def failing(*failures: TestFailure) -> TestRun:
@@ -130,18 +140,10 @@ def test_tests_inherited_from_a_mixin_and_a_long_class_shown_as_an_outline(tmp_p
             "class BoxTest(unittest.TestCase, mixin.BoxMixin):\n    Box = Box\n"
         ),
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    run = failing(
-        TestFailure(
-            test_id="tests/test_box.py::BoxTest::test_store",
-            kind="failure",
-            message="AssertionError",
-            traceback="tests/mixin.py:5: in test_store",
-        )
+    run = assertion_failed(
+        "tests/test_box.py::BoxTest::test_store", "tests/mixin.py:5: in test_store"
     )
-    shown = implicated_code(run, workspace=tmp_path, paths=PathPolicy())
+    shown = implicated_code(run, workspace=write(tmp_path, files), paths=PathPolicy())
     # The test is defined in the mixin, not in test_box.py: its names are still followed.
     assert shown.text.startswith("box/__init__.py: class Box, lines 1-")
     assert "(outline)" in shown.text and "  2|     def __setitem__(self, key, value):" in shown.text
@@ -168,18 +170,10 @@ def test_a_method_the_tests_syntax_calls_is_shown_from_the_class_and_its_bases(t
             "    c[1] = 2\n    assert 1 in c\n"
         ),
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    run = failing(
-        TestFailure(
-            test_id="tests/test_cache.py::test_store",
-            kind="failure",
-            message="AssertionError",
-            traceback="tests/test_cache.py:7: in test_store",
-        )
+    run = assertion_failed(
+        "tests/test_cache.py::test_store", "tests/test_cache.py:7: in test_store"
     )
-    shown = implicated_code(run, workspace=tmp_path, paths=PathPolicy())
+    shown = implicated_code(run, workspace=write(tmp_path, files), paths=PathPolicy())
     heads = [line for line in shown.text.splitlines() if line.startswith("cache.py: ")]
     assert heads == [  # the subclass's own __setitem__ is in the class shown: not repeated
         "cache.py: LimitedCache, lines 132-134 of 134",
