@@ -154,6 +154,9 @@ class OpenAIModel:
             timeout=timeout,
         )
         self.base_url = str(self._client.base_url)
+        # The SDK imports its chat resource on first use (about 0.07 s): here, when the client
+        # is built while the sandbox starts, rather than in the first call, when the run waits.
+        self._completions = self._client.chat.completions.with_streaming_response
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIModel(model={self.model!r}, base_url={self.base_url!r}, mode={self._mode!r})"
@@ -357,7 +360,7 @@ class OpenAIModel:
         """
         ends = time.monotonic() + limit
         timeout = openai.Timeout(limit, connect=min(limit, self.connect_timeout_s))
-        create = self._client.chat.completions.with_streaming_response.create
+        create = self._completions.create
         with create(**body, timeout=timeout) as response:
             data = bytearray()
             for chunk in response.iter_bytes():
