@@ -109,6 +109,7 @@ def config_schema() -> dict[str, Any]:
             "first_edit": {"type": "boolean"},
             "undo_worse_edits": {"type": "boolean"},
             "edit_samples": {"type": "integer", "minimum": 1, "maximum": 16},
+            "verify_ahead": {"type": "boolean"},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -159,6 +160,9 @@ class WorkerConfig:
     # First edits tried on the original tree when the first reply must be an edit; None: 4 for
     # the bundled model (its prompt cache makes each one cost its answer alone), 1 otherwise.
     edit_samples: int | None = None
+    # After each edit, the clean re-run of the patch starts beside the working copy's run; None:
+    # for a hosted model only (the bundled one shares the cores, and most small-model edits fail).
+    verify_ahead: bool | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -304,6 +308,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         first_edit=merged.get("first_edit"),
         undo_worse_edits=merged.get("undo_worse_edits"),
         edit_samples=merged.get("edit_samples"),
+        verify_ahead=merged.get("verify_ahead"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

@@ -116,6 +116,7 @@ class MemoryEnvironment:
         self.clean_copy_breaks = clean_copy_breaks
         self.verifications = 0
         self.before_edit: dict[str, str] = {}
+        self.ahead: list[str] = []  # the patches whose clean run was started ahead
 
     def tool_specs(self) -> list[ToolSpec]:
         return [
@@ -146,6 +147,9 @@ class MemoryEnvironment:
     def diff(self) -> str:
         changed = [p for p in self.files if self.files[p] != self.original.get(p)]
         return "".join(f"--- a/{p}\n+++ b/{p}\n+{self.files[p]}" for p in changed)
+
+    def verify_ahead(self, patch: str) -> None:
+        self.ahead.append(patch)
 
     def verify(self, patch: str) -> TestRun:
         self.verifications += 1
@@ -224,6 +228,28 @@ def test_first_tools_bind_the_first_reply_only(tmp_path):
     agent.first_tools = ["write_file"]
     assert start(agent, env).fixed
     assert [r["only"] for r in model.requests] == [["write_file"], None]
+
+
+def test_verify_ahead_starts_each_edits_clean_run_with_the_patch_of_that_edit(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=BUGGY + "# wrong\n"),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.verify_ahead = True
+    assert start(agent, env).fixed
+    assert env.ahead == [
+        "--- a/calc.py\n+++ b/calc.py\n+" + BUGGY + "# wrong\n",
+        "--- a/calc.py\n+++ b/calc.py\n+" + FIXED,
+    ]
+    assert env.verifications == 1
+
+
+def test_without_verify_ahead_no_clean_run_starts_before_the_tests_say_fixed(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=BUGGY + "# wrong\n"),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    assert start(make_agent(model, env, tmp_path), env).fixed
+    assert env.ahead == [] and env.verifications == 1
 
 
 def test_saying_done_while_tests_fail_is_told_once_then_ends_the_run(tmp_path):

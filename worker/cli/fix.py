@@ -167,6 +167,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "first_edit": args.first_edit,
             "undo_worse_edits": args.undo_worse_edits,
             "edit_samples": args.edit_samples,
+            "verify_ahead": args.verify_ahead,
         },
     )
     endpoint = choose_endpoint(args, config)

@@ -12,6 +12,7 @@ LOOP_FLAGS: tuple[str, ...] = (
     "--first-edit",
     "--undo-worse-edits",
     "--edit-samples",
+    "--verify-ahead",
 )
 
 
@@ -43,4 +44,11 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --first-edit, first edits tried on the original tree until one fixes "
         "(default: 4 for the bundled model, else 1)",
+    )
+    p.add_argument(
+        "--verify-ahead",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="start the clean re-run of each edit beside the working copy's run "
+        "(default: for a hosted model only)",
     )

@@ -48,6 +48,7 @@ class Environment(Protocol):
     def run_tests(self) -> TestRun: ...
     def diff(self) -> str: ...
     def verify(self, patch: str) -> TestRun: ...
+    def verify_ahead(self, patch: str) -> None: ...
     def undo_last_edit(self) -> bool: ...
     def undo_all_edits(self) -> bool: ...
 
@@ -95,6 +96,9 @@ class Agent:
     # With first_tools: first edits tried, each on the original tree (the first at temperature
     # 0, the others warmer); the first that the tests say fixes is kept.
     edit_samples: int = 1
+    # After each edit the clean re-run of the patch starts beside the working copy's run, so a
+    # fix is verified after one test run's wait, not two; an unused one costs a run's CPU.
+    verify_ahead: bool = False
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
@@ -311,6 +315,8 @@ class Agent:
             observation = self.env.call_tool(call)
         if observation.changed_files:
             # After each applied patch the harness runs the tests: one step saved, facts given.
+            if self.verify_ahead:
+                self.env.verify_ahead(self.env.diff())
             self.last_tests = self.env.run_tests()
             text = observation.text + "\n\nTests after this patch:\n" + self.last_tests.render()
             if (

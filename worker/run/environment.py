@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ class SandboxEnvironment:
         self._verifications = count(1)
         self._edited: set[str] = set()
         self._ready: CleanCheck | None = None
+        self._ahead: _Ahead | None = None  # a clean re-run started beside the working copy's
         self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
         self._originals: dict[str, Any] = {}  # every file an edit changed, as it was at first
 
@@ -49,9 +52,14 @@ class SandboxEnvironment:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        ahead, self._ahead = self._ahead, None
         ready, self._ready = self._ready, None
-        if ready is not None:
-            ready.close()
+        try:
+            if ahead is not None:
+                ahead.discard()
+        finally:
+            if ready is not None:
+                ready.close()
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._registry.specs()
@@ -107,9 +115,37 @@ class SandboxEnvironment:
     def _is_edit(self, rel: str) -> bool:
         return rel in self._edited and self._context.paths.is_writable(rel)
 
+    def verify_ahead(self, patch: str) -> None:
+        """Start the clean re-run of `patch` now, beside the working copy's own run of the same
+        tree: when that run says fixed, `verify(patch)` has its answer after one wait, not two
+        (the two runs share the cores). A re-run not used is dropped at the next edit or at
+        exit, and the next clean check is then prepared while the model works."""
+        if not patch.strip():
+            return
+        self._drop_ahead()
+        check, self._ready = self._ready or self._clean_check(), None
+        self._ahead = _Ahead(patch=patch, check=check)
+        self._ahead.start(test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s)
+
+    def _drop_ahead(self) -> None:
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        ahead.discard()
+        if self._ready is None:
+            self._ready = self._clean_check()
+            self._ready.start()
+
     def verify(self, patch: str) -> TestRun:
-        """The clean re-run: the first one was prepared in advance, later ones start cold (a
-        second verification is rare, and a spare container at exit costs its removal)."""
+        """The clean re-run: the one started ahead for this very patch, else one prepared in
+        advance; later ones start cold (a second verification is rare, and a spare container
+        at exit costs its removal)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.patch == patch:
+            return ahead.result()
+        if ahead is not None:
+            self._ahead = ahead
+            self._drop_ahead()
         check, self._ready = self._ready or self._clean_check(), None
         with check:
             return check.verify(
@@ -127,6 +163,45 @@ class SandboxEnvironment:
             isolation=self._prepared.isolation,
             protect=lambda rel: not self._context.paths.is_writable(rel),
         )
+
+
+@dataclass(kw_only=True)
+class _Ahead:
+    """One clean re-run of `patch`, run on a thread; its check is closed when it is used or
+    dropped."""
+
+    patch: str
+    check: CleanCheck
+    _thread: threading.Thread | None = None
+    _run: TestRun | None = None
+    _error: BaseException | None = field(default=None, repr=False)
+
+    def start(self, *, test_cmd: str, timeout_s: float | None) -> None:
+        def verify() -> None:
+            try:
+                self._run = self.check.verify(self.patch, test_cmd=test_cmd, timeout_s=timeout_s)
+            except BaseException as exc:  # noqa: BLE001 - raised again by result(), if used
+                self._error = exc
+
+        self._thread = threading.Thread(target=verify, name="verify-ahead", daemon=True)
+        self._thread.start()
+
+    def result(self) -> TestRun:
+        """The re-run's outcome (its error raised here), its check closed."""
+        with self.check:
+            if self._thread is not None:
+                self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._run is not None
+        return self._run
+
+    def discard(self) -> None:
+        """Not used: wait for the run to end (it began with the working copy's run, so it ends
+        about when that did), then close its check."""
+        with self.check:
+            if self._thread is not None:
+                self._thread.join()
 
 
 def _edit_paths(tool: str, args: dict[str, Any]) -> list[str]:

@@ -262,6 +262,9 @@ class FixRun:
             edit_samples=(4 if req.endpoint.local else 1)
             if config.edit_samples is None
             else config.edit_samples,
+            verify_ahead=not req.endpoint.local
+            if config.verify_ahead is None
+            else config.verify_ahead,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:

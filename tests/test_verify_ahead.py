@@ -1,0 +1,113 @@
+"""The clean re-run started ahead, beside the working copy's run: used only for the very patch it
+ran, on a clean copy; never a container left behind (real sandbox, real clean checks)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from policies.isolation import HARDENED
+from policies.limits import Limits
+from policies.paths import PathPolicy
+from policies.truncation import Truncation
+from sandbox.prepare import Prepared
+from tests.conftest import worker_containers
+from tools.base import ToolContext
+from tools.registry import ToolRegistry, default_tools
+from worker.run.environment import SandboxEnvironment
+
+pytestmark = pytest.mark.docker
+
+FILES = {
+    "calc.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
+    "tests/test_calc.py": (
+        "from calc import mean\n\n\ndef test_mean():\n    assert mean([2, 4]) == 3\n"
+    ),
+}
+FIX = """\
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def mean(values):
+-    return sum(values) / (len(values) - 1)
++    return sum(values) / len(values)
+"""
+WRONG = FIX.replace("/ len(values)", "/ (len(values) + 1)")
+TEST_CMD = "python -m pytest -q"
+
+
+def environment(session, docker_client, sandbox_image, tmp_path) -> SandboxEnvironment:
+    limits = Limits(memory_mb=512, command_timeout_s=60)
+    context = ToolContext(
+        workspace=session.workspace.path,
+        box=session.box,
+        paths=PathPolicy(),
+        truncation=Truncation(),
+        test_cmd=TEST_CMD,
+        test_timeout_s=60,
+    )
+    prepared = Prepared(
+        backend="docker", isolation=HARDENED, client=docker_client, image=sandbox_image
+    )
+    return SandboxEnvironment(
+        session=session,
+        registry=ToolRegistry(tools=default_tools("both")),
+        context=context,
+        prepared=prepared,
+        limits=limits,
+        run_dir=tmp_path / "run",
+    )
+
+
+def verify_containers(docker_client) -> list:
+    return [
+        c
+        for c in worker_containers(docker_client)
+        if c.labels.get("worker.pid") == str(os.getpid())
+        and c.labels.get("worker.phase") == "verify"
+    ]
+
+
+def clean_runs(tmp_path) -> list[str]:
+    """The clean checks that ran a command, by their folders (each has a command log)."""
+    return sorted(p.parent.parent.name for p in (tmp_path / "run").glob("verify-*/logs/*"))
+
+
+def test_the_run_started_ahead_answers_the_verification_of_that_patch(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    session = open_sandbox(make_repo(FILES))
+    with environment(session, docker_client, sandbox_image, tmp_path) as env:
+        env.verify_ahead(FIX)
+        # The working copy is left unfixed: what passes is the clean copy plus the patch.
+        verified = env.verify(FIX)
+        assert verified.passed
+        assert clean_runs(tmp_path) == ["verify-1"]  # no second clean run
+    assert not verify_containers(docker_client)
+
+
+def test_a_run_started_ahead_for_another_patch_is_never_used(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    session = open_sandbox(make_repo(FILES))
+    with environment(session, docker_client, sandbox_image, tmp_path) as env:
+        env.verify_ahead(FIX)  # passes on a clean copy...
+        verified = env.verify(WRONG)  # ...but the patch to judge is another one
+        assert not verified.passed
+        assert "test_mean" in verified.render()
+        env.verify_ahead(WRONG)
+        env.verify_ahead(FIX)  # the edit after: the run for WRONG is dropped, not used
+        assert env.verify(FIX).passed
+        assert len(clean_runs(tmp_path)) == 4
+    assert not verify_containers(docker_client)
+
+
+def test_a_run_started_ahead_and_never_used_leaves_no_container(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    session = open_sandbox(make_repo(FILES))
+    with environment(session, docker_client, sandbox_image, tmp_path) as env:
+        env.verify_ahead(WRONG)
+    assert not verify_containers(docker_client)
+    assert not list((tmp_path / "run").glob("verify-*/workspace"))
