@@ -281,6 +281,8 @@ class DockerSandbox(SandboxBase):
         runner killed inside a live container (OOM, the backstop) pays that wait."""
         deadline = time.monotonic() + settle_s
         while self._lost is None:
+            if self._container is None:  # closed by this process while the command ran
+                return SandboxGone(GONE)
             self._lost = _container_loss(self._client, self._container.id)
             if time.monotonic() >= deadline:
                 break

@@ -57,6 +57,7 @@ class CleanCheck:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._used = False
+        self._cancelled = False
         self._removal: threading.Thread | None = None
         self._removal_error: BaseException | None = None
 
@@ -115,6 +116,8 @@ class CleanCheck:
         self._wait()
         if self._error is not None:
             raise self._error
+        if self._cancelled:
+            raise SandboxError("the clean check was cancelled")
         assert self._box is not None
         apply_patch_to(self._fresh, patch)
         owner = workspace_owner(self._backend)
@@ -128,6 +131,14 @@ class CleanCheck:
             # Used once: its container goes now, while the run writes its report, not after.
             self._removal = threading.Thread(target=self._remove_box, name="clean-check-rm")
             self._removal.start()
+
+    def cancel(self) -> None:
+        """Stop a verification under way on another thread, or one not begun: the container
+        goes now (after its start, if it is starting), so a test run in it ends at once."""
+        self._cancelled = True
+        if self._thread is not None:
+            self._wait()
+        self._remove_box()
 
     def _remove_box(self) -> None:
         box, self._box = self._box, None

@@ -73,3 +73,16 @@ def test_a_check_never_used_leaves_no_container(
     check.close()  # at once, the start may still be under way
     assert not mine(docker_client)
     assert not (tmp_path / "c" / "workspace").exists()
+
+
+def test_a_cancelled_check_runs_nothing_and_leaves_no_container(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    session = open_sandbox(make_repo(FILES))
+    with check_for(session, docker_client, sandbox_image, tmp_path, "d") as check:
+        check.cancel()  # its start may still be under way: it goes once started
+        assert not mine(docker_client)
+        with pytest.raises(SandboxError, match="cancelled"):
+            check.verify(FIX, test_cmd="python -m pytest")
+    assert not mine(docker_client)
+    assert not (tmp_path / "d" / "logs").exists()  # no command ran in it

@@ -4,6 +4,7 @@ ran, on a clean copy; never a container left behind (real sandbox, real clean ch
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -99,7 +100,10 @@ def test_a_run_started_ahead_for_another_patch_is_never_used(
         env.verify_ahead(WRONG)
         env.verify_ahead(FIX)  # the edit after: the run for WRONG is dropped, not used
         assert env.verify(FIX).passed
-        assert len(clean_runs(tmp_path)) == 4
+        # Checks 1 and 3 (FIX, then WRONG, ahead) were dropped; 2 judged WRONG; FIX's answer is
+        # the run started ahead for it (4), not a fifth.
+        runs = clean_runs(tmp_path)
+        assert "verify-2" in runs and "verify-4" in runs and "verify-5" not in runs
     assert not verify_containers(docker_client)
 
 
@@ -111,3 +115,28 @@ def test_a_run_started_ahead_and_never_used_leaves_no_container(
         env.verify_ahead(WRONG)
     assert not verify_containers(docker_client)
     assert not list((tmp_path / "run").glob("verify-*/workspace"))
+
+
+SLOW = {
+    **FILES,
+    "tests/test_calc.py": (
+        "import time\n\nfrom calc import mean\n\n\ndef test_mean():\n"
+        "    time.sleep(120)\n    assert mean([2, 4]) == 3\n"
+    ),
+}
+
+
+def test_closing_stops_a_run_started_ahead_instead_of_waiting_for_it(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    """As when Ctrl-C ends the run while the working copy's tests and the clean ones run."""
+    session = open_sandbox(make_repo(SLOW))
+    started = time.monotonic()
+    with environment(session, docker_client, sandbox_image, tmp_path) as env:
+        env.verify_ahead(FIX)
+        deadline = time.monotonic() + 60
+        while not clean_runs(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)  # until the clean copy's test run has begun
+        assert clean_runs(tmp_path) == ["verify-1"]
+    assert time.monotonic() - started < 60  # not the 120 s its test takes
+    assert not verify_containers(docker_client)

@@ -124,6 +124,7 @@ class SandboxEnvironment:
             return
         self._drop_ahead()
         check, self._ready = self._ready or self._clean_check(), None
+        check.start()  # here, not on the run's thread: cancel() may have to wait for it
         self._ahead = _Ahead(patch=patch, check=check)
         self._ahead.start(test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s)
 
@@ -197,9 +198,10 @@ class _Ahead:
         return self._run
 
     def discard(self) -> None:
-        """Not used: wait for the run to end (it began with the working copy's run, so it ends
-        about when that did), then close its check."""
+        """Not used: its container goes at once (a run still under way, as when Ctrl-C ends
+        the working copy's, is not waited for), then its check is closed."""
         with self.check:
+            self.check.cancel()
             if self._thread is not None:
                 self._thread.join()
 
