@@ -118,35 +118,28 @@ class SandboxEnvironment:
     def verify_ahead(self, patch: str) -> None:
         """Start the clean re-run of `patch` now, beside the working copy's own run of the same
         tree: when that run says fixed, `verify(patch)` has its answer after one wait, not two
-        (the two runs share the cores). A re-run not used is dropped at the next edit or at
-        exit, and the next clean check is then prepared while the model works."""
+        (the two runs share the cores). A re-run not used is cancelled at the next edit or at
+        exit; only the first clean check is prepared in advance, later ones start with their
+        edit, beside its working run."""
         if not patch.strip():
             return
-        self._drop_ahead()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.discard()
         check, self._ready = self._ready or self._clean_check(), None
         check.start()  # here, not on the run's thread: cancel() may have to wait for it
         self._ahead = _Ahead(patch=patch, check=check)
         self._ahead.start(test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s)
-
-    def _drop_ahead(self) -> None:
-        ahead, self._ahead = self._ahead, None
-        if ahead is None:
-            return
-        ahead.discard()
-        if self._ready is None:
-            self._ready = self._clean_check()
-            self._ready.start()
 
     def verify(self, patch: str) -> TestRun:
         """The clean re-run: the one started ahead for this very patch, else one prepared in
         advance; later ones start cold (a second verification is rare, and a spare container
         at exit costs its removal)."""
         ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead.patch == patch:
-            return ahead.result()
         if ahead is not None:
-            self._ahead = ahead
-            self._drop_ahead()
+            if ahead.patch == patch:
+                return ahead.result()
+            ahead.discard()
         check, self._ready = self._ready or self._clean_check(), None
         with check:
             return check.verify(
