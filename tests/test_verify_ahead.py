@@ -3,7 +3,6 @@ ran, on a clean copy; never a container left behind (real sandbox, real clean ch
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -13,27 +12,13 @@ from policies.limits import Limits
 from policies.paths import PathPolicy
 from policies.truncation import Truncation
 from sandbox.prepare import Prepared
-from tests.conftest import worker_containers
+from tests.test_clean_check import FILES, FIX, mine
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 from worker.run.environment import SandboxEnvironment
 
 pytestmark = pytest.mark.docker
 
-FILES = {
-    "calc.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
-    "tests/test_calc.py": (
-        "from calc import mean\n\n\ndef test_mean():\n    assert mean([2, 4]) == 3\n"
-    ),
-}
-FIX = """\
---- a/calc.py
-+++ b/calc.py
-@@ -1,2 +1,2 @@
- def mean(values):
--    return sum(values) / (len(values) - 1)
-+    return sum(values) / len(values)
-"""
 WRONG = FIX.replace("/ len(values)", "/ (len(values) + 1)")
 TEST_CMD = "python -m pytest -q"
 
@@ -61,15 +46,6 @@ def environment(session, docker_client, sandbox_image, tmp_path) -> SandboxEnvir
     )
 
 
-def verify_containers(docker_client) -> list:
-    return [
-        c
-        for c in worker_containers(docker_client)
-        if c.labels.get("worker.pid") == str(os.getpid())
-        and c.labels.get("worker.phase") == "verify"
-    ]
-
-
 def clean_runs(tmp_path) -> list[str]:
     """The clean checks that ran a command, by their folders (each has a command log)."""
     return sorted(p.parent.parent.name for p in (tmp_path / "run").glob("verify-*/logs/*"))
@@ -85,7 +61,7 @@ def test_the_run_started_ahead_answers_the_verification_of_that_patch(
         verified = env.verify(FIX)
         assert verified.passed
         assert clean_runs(tmp_path) == ["verify-1"]  # no second clean run
-    assert not verify_containers(docker_client)
+    assert not mine(docker_client)
 
 
 def test_a_run_started_ahead_for_another_patch_is_never_used(
@@ -104,7 +80,7 @@ def test_a_run_started_ahead_for_another_patch_is_never_used(
         # the run started ahead for it (4), not a fifth.
         runs = clean_runs(tmp_path)
         assert "verify-2" in runs and "verify-4" in runs and "verify-5" not in runs
-    assert not verify_containers(docker_client)
+    assert not mine(docker_client)
 
 
 def test_a_run_started_ahead_and_never_used_leaves_no_container(
@@ -113,7 +89,7 @@ def test_a_run_started_ahead_and_never_used_leaves_no_container(
     session = open_sandbox(make_repo(FILES))
     with environment(session, docker_client, sandbox_image, tmp_path) as env:
         env.verify_ahead(WRONG)
-    assert not verify_containers(docker_client)
+    assert not mine(docker_client)
     assert not list((tmp_path / "run").glob("verify-*/workspace"))
 
 
@@ -139,4 +115,4 @@ def test_closing_stops_a_run_started_ahead_instead_of_waiting_for_it(
             time.sleep(0.1)  # until the clean copy's test run has begun
         assert clean_runs(tmp_path) == ["verify-1"]
     assert time.monotonic() - started < 60  # not the 120 s its test takes
-    assert not verify_containers(docker_client)
+    assert not mine(docker_client)
