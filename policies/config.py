@@ -110,6 +110,7 @@ def config_schema() -> dict[str, Any]:
             "undo_worse_edits": {"type": "boolean"},
             "edit_samples": {"type": "integer", "minimum": 1, "maximum": 16},
             "verify_ahead": {"type": "boolean"},
+            "locate": {"type": "boolean"},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -163,6 +164,9 @@ class WorkerConfig:
     # After each edit, the clean re-run of the patch starts beside the working copy's run; None:
     # for a hosted model only (the bundled one shares the cores, and most small-model edits fail).
     verify_ahead: bool | None = None
+    # One traced run of the failing tests' files ranks the lines they run (fault localisation);
+    # None: for the bundled model only (it costs a test run, and hosted models read code well).
+    locate: bool | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -309,6 +313,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         undo_worse_edits=merged.get("undo_worse_edits"),
         edit_samples=merged.get("edit_samples"),
         verify_ahead=merged.get("verify_ahead"),
+        locate=merged.get("locate"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

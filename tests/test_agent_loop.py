@@ -21,6 +21,7 @@ from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall
 from worker.loop import prompts
 from worker.loop.agent import Agent, BudgetExhausted, GaveUp, Stuck
 from worker.loop.history import COLLAPSED, history_chars
+from worker.loop.suspects import Suspect
 from worker.loop.trace import Trace
 
 BUGGY = "def mean(v):\n    return sum(v) / (len(v) - 1)\n"
@@ -414,3 +415,63 @@ def test_a_sample_that_fixes_part_of_the_failures_is_made_again_and_built_on(tmp
     history = model.requests[2]["messages"]
     assert len(history) == 4 and "1.0 * sum" not in str(history)
     assert history[2] == better.assistant_message()
+
+
+def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=WRONG),
+                           call("write_file", path="calc.py", content=WRONG),  # a duplicate
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["write_file"], 4
+    agent.suspects = [
+        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
+    ]
+    assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    # The first message names the suspects, most suspicious first, with their counts.
+    task = model.requests[0]["messages"][1]["content"]
+    assert (
+        "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)" in task
+    )
+    assert task.index("calc.py:2:") < task.index("calc.py:1:")
+    # Each later sample is asked at temperature 0 with one more message pointing at the next
+    # suspect (a duplicate answer still moves on), and the prompt before it is unchanged.
+    hints = [r["messages"][-1]["content"] for r in model.requests[1:]]
+    assert hints[0].startswith("Look at line calc.py:2: return sum(v)")
+    assert hints[1].startswith("Look at line calc.py:1: def mean(v):")
+    assert [r["temperature"] for r in model.requests] == [None, None, None]
+    first = model.requests[0]["messages"]
+    assert all(r["messages"][: len(first)] == first for r in model.requests)
+
+
+def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_warm_up(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    edit = ToolCall(id="r1", name="replace", raw_arguments="",
+                    arguments={"path": "calc.py", "old": "    return sum(v) / (len(v) - 1)",
+                               "new": "    return 1.0 * sum(v) / (len(v) - 1)"})  # fmt: skip
+    first = ModelReply(content=None, tool_calls=(edit,), usage=Usage(prompt_tokens=50),
+                       finish_reason="tool_calls", mode="native")  # fmt: skip
+    model = ScriptedModel([first, call("write_file", path="calc.py", content=WRONG),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    other = WRONG.replace("1.0 * ", "2 * ")
+
+    def tool(c: ToolCall) -> Observation:  # replace made as a write of the whole file
+        if c.name == "replace":
+            c = ToolCall(id=c.id, name="write_file", raw_arguments="",
+                         arguments={"path": "calc.py", "content": other})  # fmt: skip
+        return MemoryEnvironment.call_tool(env, c)
+
+    env.call_tool = tool  # type: ignore[method-assign]
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 4
+    agent.suspects = [
+        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
+    ]
+    assert start(agent, env).fixed
+    # The greedy edit changed line 2, so the second sample is pointed at line 1; with no
+    # suspect left, the third is asked on the plain prompt, warmer.
+    assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
+    assert model.requests[2]["messages"] == model.requests[0]["messages"]
+    assert [r["temperature"] for r in model.requests] == [None, None, 0.7]

@@ -669,3 +669,30 @@ def test_first_edits_are_sampled_on_the_original_tree_in_the_sandbox(make_repo, 
     assert "+ 1)" not in patch and "+    return sum(values) / len(values)" in patch
     events = [json.loads(line)["type"] for line in (tmp_path / "out" / "trace.jsonl").open()]
     assert events.count("sample_undone") == 1
+
+
+def test_with_locate_the_first_message_names_the_lines_the_failing_tests_run(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    good = {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"}
+    with ScriptedServer(script=[tool_call("replace", good)]) as server:
+        proc = run_fix(repo, tmp_path / "out", "--locate", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    # One traced run of the failing test's file ranked calc.py's line; the model was told.
+    task = server.requests[0]["messages"][1]["content"]
+    assert "Lines the failing tests run, most suspicious first" in task
+    assert "calc.py:2: return sum(values) / (len(values) - 1)   (run by 1 of 1 failing" in task
+    events = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
+    (suspects,) = [e for e in events if e["type"] == "suspects"]
+    assert suspects["lines"][0]["where"] == "calc.py:2" and suspects["failed"] == 1
+    assert "locate" in report(tmp_path / "out")["durations"]
+
+
+def test_without_locate_a_hosted_model_gets_no_suspect_lines(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    good = {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"}
+    with ScriptedServer(script=[tool_call("replace", good)]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert "Lines the failing tests run" not in server.requests[0]["messages"][1]["content"]
+    assert "locate" not in report(tmp_path / "out")["durations"]

@@ -168,6 +168,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "undo_worse_edits": args.undo_worse_edits,
             "edit_samples": args.edit_samples,
             "verify_ahead": args.verify_ahead,
+            "locate": args.locate,
         },
     )
     endpoint = choose_endpoint(args, config)

@@ -13,6 +13,7 @@ LOOP_FLAGS: tuple[str, ...] = (
     "--undo-worse-edits",
     "--edit-samples",
     "--verify-ahead",
+    "--locate",
 )
 
 
@@ -51,4 +52,11 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="start the clean re-run of each edit beside the working copy's run "
         "(default: for a hosted model only)",
+    )
+    p.add_argument(
+        "--locate",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rank the lines the failing tests run (one traced test run) and point the model "
+        "at them (default: for the bundled model only)",
     )

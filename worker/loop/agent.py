@@ -17,6 +17,8 @@ from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, Stuck
 from worker.loop.history import compact, history_chars
 from worker.loop.stuck import StuckDetector
+from worker.loop.suspects import Suspect
+from worker.loop.suspects import render as render_suspects
 from worker.loop.trace import Trace
 
 __all__ = ["Agent", "BudgetExhausted", "GaveUp", "LoopResult", "RunEnded", "StepInfo", "Stuck"]
@@ -99,6 +101,9 @@ class Agent:
     # After each edit the clean re-run of the patch starts beside the working copy's run, so a
     # fix is verified after one test run's wait, not two; an unused one costs a run's CPU.
     verify_ahead: bool = False
+    # The lines the failing tests run, most suspicious first (worker/loop/suspects.py): named in
+    # the first message, and each first-edit sample after the first is pointed at one of them.
+    suspects: Sequence[Suspect] = ()
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
@@ -125,7 +130,11 @@ class Agent:
             {
                 "role": "user",
                 "content": prompts.task_message(
-                    goal=goal, tests=baseline.render(), listing=listing, sources=sources
+                    goal=goal,
+                    tests=baseline.render(),
+                    listing=listing,
+                    sources=sources,
+                    suspects=render_suspects(self.suspects, failed=_failing_count(baseline)),
                 ),
             },
         ]
@@ -164,12 +173,22 @@ class Agent:
         is made again and its turn kept (progress on a bug in two places); else the tree is
         as it was and the history holds the first sample's turn, marked undone."""
         head, tried, samples = len(messages), set[str](), list[_Sample]()
+        pointed: set[int] = set()  # suspects a sample was pointed at
+        changed: set[str] = set()  # lines earlier samples changed
         for n in range(self.edit_samples * SAMPLE_ANSWERS):
             if sum(s.undone for s in samples) >= self.edit_samples:
                 break  # enough edits tried; an answer the tools refused did not count
             self._check_budgets()
-            self._only, self._repeating = self.first_tools, n > 0
+            focus = _next_suspect(self.suspects, pointed, changed) if n > 0 else None
+            self._only, self._repeating = self.first_tools, n > 0 and focus is None
+            if focus is not None:  # a different prompt: at temperature 0, a different answer
+                pointed.add(focus)
+                suspect = self.suspects[focus]
+                hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text)
+                messages.append({"role": "user", "content": hint})
+                self.trace.event("sample_focus", sample=n + 1, line=suspect.where())
             reply = self._ask(messages, specs)
+            changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
             key = _calls_key(reply.tool_calls)
             if reply.tool_calls and key not in tried:
                 tried.add(key)
@@ -455,6 +474,34 @@ class Agent:
         return prompts.VERIFY_FAILED.format(
             verdict=self.last_verdict.describe(), tests=self.last_verification.render()
         )
+
+
+def _failing_count(tests: TestRun) -> int:
+    return 0 if tests.summary is None else len(tests.summary.failures)
+
+
+def _next_suspect(suspects: Sequence[Suspect], pointed: set[int], changed: set[str]) -> int | None:
+    """The most suspicious line no sample was pointed at and no earlier sample changed."""
+    return next(
+        (
+            i
+            for i, s in enumerate(suspects)
+            if i not in pointed and not any(part in s.text for part in changed)
+        ),
+        None,
+    )
+
+
+def _changed_lines(call: ToolCall) -> set[str]:
+    """The lines (or parts of lines) an edit call takes out, stripped: `old` lines not kept in
+    `new`, a diff's `-` lines; parts shorter than 3 characters are left out."""
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    old, new, patch = (str(args.get(k) or "") for k in ("old", "new", "patch"))
+    if patch:
+        out = {ln[1:].strip() for ln in patch.splitlines() if ln.startswith("-")} - {"--"}
+    else:
+        out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
+    return {part for part in out if len(part) >= 3}
 
 
 def _failing(tests: TestRun | None) -> float:

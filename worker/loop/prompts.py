@@ -62,10 +62,23 @@ The harness re-ran the tests on a clean copy with your patch applied, and that i
 Your fix must work from the patch alone. Keep going."""
 
 
-def task_message(*, goal: str, tests: str, listing: str, sources: str = "") -> str:
-    """The first user message: goal, the failing tests as the harness saw them, the tree, and
-    the source files the failures point at."""
+FOCUS = """\
+Look at line {where}: {text}
+The failing tests run it. If that line is wrong, fix it with one edit; if it is right, fix the \
+line that is wrong."""
+
+
+def task_message(
+    *, goal: str, tests: str, listing: str, sources: str = "", suspects: str = ""
+) -> str:
+    """The first user message: goal, the failing tests as the harness saw them, the tree, the
+    source files the failures point at, and the lines they run that passing tests run least."""
     shown = f"\n\nSource code the failing tests use:\n{sources}" if sources else ""
+    if suspects:
+        shown += (
+            "\n\nLines the failing tests run, most suspicious first (the fewer passing tests "
+            f"run a line, the likelier the bug is there):\n{suspects}"
+        )
     return (
         f"Goal: {goal}\n\n"
         f"Test result before any change (the harness ran them):\n{tests}\n\n"

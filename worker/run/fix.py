@@ -31,8 +31,10 @@ from worker.run.report import NOT_RERUN, RunReport, tests_dict
 
 if TYPE_CHECKING:
     from worker.loop.agent import Agent, LoopResult, StepInfo
+    from worker.loop.suspects import Suspect
     from worker.run.environment import SandboxEnvironment
 
+LOCATE_TIMEOUT_S = 120.0  # the traced run of the failing tests' files, at most
 LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
 REMOTE_CONTEXT_CHARS = 60_000
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
@@ -232,6 +234,8 @@ class FixRun:
             limits=config.limits, run_dir=req.out / "run",
         )  # fmt: skip
         listing = registry.call("list_dir", {}, context).text
+        locate = req.endpoint.local if config.locate is None else config.locate
+        suspects = self.locate(session, baseline) if locate else []
         grounding = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
         edits = [name for name in ("replace", "apply_patch") if name in registry.names]
         # The code the failing tests reach is in the first message: with first_edit, the first
@@ -265,12 +269,46 @@ class FixRun:
             verify_ahead=not req.endpoint.local
             if config.verify_ahead is None
             else config.verify_ahead,
+            suspects=suspects,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
                 return agent.run(req.goal, baseline, listing, sources)
             finally:
                 self.record(agent, env, model, baseline)
+
+    def locate(self, session: SandboxSession, baseline: TestRun) -> list[Suspect]:
+        """One traced run of the failing tests' files; their lines ranked (worker/loop/suspects)."""
+        from sandbox.lines_run import count_lines
+        from worker.loop.suspects import rank
+
+        if baseline.summary is None or not baseline.summary.failures:
+            return []
+        started = time.monotonic()
+        files = [f.test_id.split("::")[0] for f in baseline.summary.failures]
+        timeout = min(self.request.test_timeout_s or LOCATE_TIMEOUT_S, LOCATE_TIMEOUT_S)
+        counts = count_lines(
+            session.box, test_cmd=baseline.test_cmd, test_files=files, timeout_s=timeout
+        )
+        paths = self.request.config.paths
+        suspects = rank(
+            counts,
+            workspace=session.workspace.path,
+            allowed=lambda rel: paths.check(rel, write=True).allowed,
+        )
+        took = round(time.monotonic() - started, 3)
+        self.report.durations["locate"] = took
+        self.trace.event(
+            "suspects",
+            duration_s=took,
+            failed=counts.failed,
+            passed=counts.passed,
+            why_empty=counts.why_empty,
+            lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": s.ep} for s in suspects],
+        )
+        if suspects:
+            self.progress.say(f"suspect lines: {suspects[0].where()} first of {len(suspects)}")
+        return suspects
 
     def record(
         self, agent: Agent, env: SandboxEnvironment, model: ModelProcess, baseline: TestRun

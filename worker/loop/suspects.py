@@ -1,0 +1,99 @@
+"""The lines most likely to hold the bug, by spectrum-based fault localisation (Ochiai).
+
+A small model given the right function often edits the wrong line of it. The harness knows more
+than the model reads: which lines the failing tests run, and how many passing tests run them
+too. A line every failing test runs and few passing ones do is the likeliest place of the bug
+(Ochiai: ef / sqrt(F * (ef + ep))). The ranked lines go into the first message, and each
+further first-edit sample is pointed at the next one, so samples spread over the places a bug
+can be instead of repeating one guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from sandbox.lines_run import LineCounts
+
+MAX_SHOWN = 5  # suspects named in the first message
+MAX_TEXT = 160  # characters of a line shown
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """One ranked line: where it is, its text, and why it ranks (failing and passing runs)."""
+
+    path: str
+    line: int
+    text: str
+    score: float
+    ef: int
+    ep: int
+
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+def is_test_file(rel: str) -> bool:
+    """A test module or pytest configuration, by name (the ranking keeps source lines only)."""
+    path = PurePosixPath(rel)
+    name = path.name
+    return (
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+        or any(part in ("tests", "test", "testing") for part in path.parts[:-1])
+    )
+
+
+def rank(
+    counts: LineCounts,
+    *,
+    workspace: Path,
+    allowed: Callable[[str], bool],
+    limit: int = 12,
+) -> list[Suspect]:
+    """The source lines failing tests ran, most suspicious first; lines of test files, of files
+    `allowed` refuses, and blank or comment lines are left out."""
+    if not counts:
+        return []
+    found: list[Suspect] = []
+    for rel, lines in counts.lines.items():
+        if rel.endswith(".py") is False or is_test_file(rel) or not allowed(rel):
+            continue
+        text = _lines(workspace, rel)
+        if text is None:
+            continue
+        for number, (ef, ep) in lines.items():
+            if ef == 0 or number > len(text):
+                continue
+            source = text[number - 1].strip()
+            if not source or source.startswith("#"):
+                continue
+            score = ef / math.sqrt(counts.failed * (ef + ep))
+            found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
+    found.sort(key=lambda s: (-s.score, s.ep, -s.ef, s.path, s.line))
+    return found[:limit]
+
+
+def render(suspects: Sequence[Suspect], *, failed: int, limit: int = MAX_SHOWN) -> str:
+    """The first message's list: where, the line, and the counts behind its rank."""
+    if not suspects:
+        return ""
+    rows = [
+        f"  {s.where()}: {s.text}   (run by {s.ef} of {failed} failing tests, {s.ep} passing)"
+        for s in suspects[:limit]
+    ]
+    return "\n".join(rows)
+
+
+def _lines(workspace: Path, rel: str) -> list[str] | None:
+    path = workspace / rel
+    try:
+        if path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve()):
+            return None
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except (OSError, ValueError):
+        return None
