@@ -55,7 +55,7 @@ def main() -> int:
     args = p.parse_args()
     folder = args.tasks.resolve().parent
     client = connect()
-    ensure_image(client, DEFAULT_IMAGE)
+    ensure_image(client)
     paths = PathPolicy()
     ranks: list[int | None] = []
     for raw in args.tasks.read_text().splitlines():

@@ -11,6 +11,7 @@ can be instead of repeating one guess.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -19,6 +20,11 @@ from sandbox.lines_run import LineCounts
 
 MAX_SHOWN = 5  # suspects named in the first message
 MAX_TEXT = 160  # characters of a line shown
+# Lines that only structure the code (`try:`, `else:`, a `def`, a closing bracket): among lines
+# run by the same tests they come last, behind the lines that compute or decide something.
+_STRUCTURE = re.compile(
+    r"^(try|else|finally|except\b[^:]*|pass|def\b.*|class\b.*|@.*|[)\]}]+,?)\s*:?$"
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,9 @@ def rank(
                 continue
             score = ef / math.sqrt(counts.failed * (ef + ep))
             found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
-    found.sort(key=lambda s: (-s.score, s.ep, -s.ef, s.path, s.line))
+    found.sort(
+        key=lambda s: (-s.score, bool(_STRUCTURE.match(s.text)), s.ep, -s.ef, s.path, s.line)
+    )
     return found[:limit]
 
 
