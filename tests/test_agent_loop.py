@@ -448,7 +448,7 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
 def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_warm_up(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     edit = ToolCall(id="r1", name="replace", raw_arguments="",
-                    arguments={"path": "calc.py", "old": "    return sum(v) / (len(v) - 1)",
+                    arguments={"path": "calc.py", "old": "    return sum(v)/(len(v) - 1)",
                                "new": "    return 1.0 * sum(v) / (len(v) - 1)"})  # fmt: skip
     first = ModelReply(content=None, tool_calls=(edit,), usage=Usage(prompt_tokens=50),
                        finish_reason="tool_calls", mode="native")  # fmt: skip
@@ -470,8 +470,8 @@ def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_wa
         Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
     ]
     assert start(agent, env).fixed
-    # The greedy edit changed line 2, so the second sample is pointed at line 1; with no
-    # suspect left, the third is asked on the plain prompt, warmer.
+    # The greedy edit changed line 2 (spaced its own way), so the second sample is pointed at
+    # line 1; with no suspect left, the third is asked on the plain prompt, warmer.
     assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
     assert model.requests[2]["messages"] == model.requests[0]["messages"]
     assert [r["temperature"] for r in model.requests] == [None, None, 0.7]

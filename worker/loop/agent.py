@@ -486,7 +486,7 @@ def _next_suspect(suspects: Sequence[Suspect], pointed: set[int], changed: set[s
         (
             i
             for i, s in enumerate(suspects)
-            if i not in pointed and not any(part in s.text for part in changed)
+            if i not in pointed and not any(part in _loose(s.text) for part in changed)
         ),
         None,
     )
@@ -501,7 +501,12 @@ def _changed_lines(call: ToolCall) -> set[str]:
         out = {ln[1:].strip() for ln in patch.splitlines() if ln.startswith("-")} - {"--"}
     else:
         out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
-    return {part for part in out if len(part) >= 3}
+    return {_loose(part) for part in out if len(part) >= 3}
+
+
+def _loose(text: str) -> str:
+    """A line compared as a small model copies it: spaces and quote style set aside."""
+    return "".join(text.split()).replace("'", '"')
 
 
 def _failing(tests: TestRun | None) -> float:
