@@ -429,12 +429,9 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
         Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
     ]
     assert start(agent, env).fixed and env.files["calc.py"] == FIXED
-    # The first message names the suspects, most suspicious first, with their counts.
-    task = model.requests[0]["messages"][1]["content"]
-    assert (
-        "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)" in task
-    )
-    assert task.index("calc.py:2:") < task.index("calc.py:1:")
+    # The greedy first edit is asked without the suspects (with samples to point, the list
+    # stays out of the first message).
+    assert "calc.py:2" not in model.requests[0]["messages"][1]["content"]
     # Each later sample is asked at temperature 0 with one more message pointing at the next
     # suspect (a duplicate answer still moves on), and the prompt before it is unchanged.
     hints = [r["messages"][-1]["content"] for r in model.requests[1:]]
@@ -475,3 +472,17 @@ def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_wa
     assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
     assert model.requests[2]["messages"] == model.requests[0]["messages"]
     assert [r["temperature"] for r in model.requests] == [None, None, 0.7]
+
+
+def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    model = ScriptedModel([call("write_file", path="calc.py", content=FIXED)])
+    agent = make_agent(model, env, tmp_path)
+    agent.suspects = [
+        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
+    ]
+    assert start(agent, env).fixed
+    task = model.requests[0]["messages"][1]["content"]
+    row = "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)"
+    assert row in task and task.index("calc.py:2:") < task.index("calc.py:1:")

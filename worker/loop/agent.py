@@ -101,8 +101,9 @@ class Agent:
     # After each edit the clean re-run of the patch starts beside the working copy's run, so a
     # fix is verified after one test run's wait, not two; an unused one costs a run's CPU.
     verify_ahead: bool = False
-    # The lines the failing tests run, most suspicious first (worker/loop/suspects.py): named in
-    # the first message, and each first-edit sample after the first is pointed at one of them.
+    # The lines the failing tests run, most suspicious first (worker/loop/suspects.py): each
+    # first-edit sample after the first is pointed at one of them; without samples, the first
+    # message names them.
     suspects: Sequence[Suspect] = ()
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
@@ -134,7 +135,12 @@ class Agent:
                     tests=baseline.render(),
                     listing=listing,
                     sources=sources,
-                    suspects=render_suspects(self.suspects, failed=_failing_count(baseline)),
+                    # With samples to point, the list stays out of the first message: there
+                    # it drew the bundled model's greedy edit to the first suspect, wrong more
+                    # often than not (arm M, docs/evaluation.md).
+                    suspects=""
+                    if self.edit_samples > 1
+                    else render_suspects(self.suspects, failed=_failing_count(baseline)),
                 ),
             },
         ]
