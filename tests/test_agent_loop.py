@@ -486,3 +486,30 @@ def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path)
     task = model.requests[0]["messages"][1]["content"]
     row = "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)"
     assert row in task and task.index("calc.py:2:") < task.index("calc.py:1:")
+
+
+def test_a_pointed_samples_replace_of_the_pointed_file_carries_the_pointed_line(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    seen: list[dict[str, Any]] = []
+
+    def tool(c: ToolCall) -> Observation:
+        seen.append(dict(c.arguments or {}))
+        return Observation(ok=False, text="old appears 2 times")
+
+    env.call_tool = tool  # type: ignore[method-assign]
+    edit = {"path": "./calc.py", "old": "return x", "new": "return y"}
+    model = ScriptedModel([call("replace", **edit), call("replace", **edit),
+                           call("replace", path="other.py", old="a", new="b")])  # fmt: skip
+    agent = make_agent(model, env, tmp_path, max_steps=3)
+    agent.first_tools, agent.edit_samples = ["replace"], 2
+    agent.suspects = [
+        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
+    ]
+    with pytest.raises(BudgetExhausted):
+        start(agent, env)
+    # The greedy answer is run as sent; the pointed one gets line 2 (the places are the tool's
+    # to pick from); pointed at calc.py:1, an edit of another file gets no line.
+    assert seen[0] == edit and seen[1] == {**edit, "line": 2}
+    assert "line" not in seen[2]
+    assert model.requests[2]["messages"][-1]["content"].startswith("Look at line calc.py:1:")

@@ -45,8 +45,8 @@ def env(make_repo, open_sandbox):
     registry = ToolRegistry(tools=default_tools("replace"))
     assert "apply_patch" not in registry.names and "replace" in registry.names
 
-    def call(path: str, old: str, new: str):
-        return registry.call("replace", {"path": path, "old": old, "new": new}, ctx)
+    def call(path: str, old: str, new: str, **more):
+        return registry.call("replace", {"path": path, "old": old, "new": new, **more}, ctx)
 
     return call, session.workspace.path
 
@@ -151,3 +151,27 @@ def test_tests_and_paths_outside_are_refused_by_the_same_policy(env):
     assert not obs.ok and obs.refusals
     assert (ws / "tests/test_mid.py").read_text() == FILES["tests/test_mid.py"]
     assert call("../etc/passwd", "root", "toor").refusals
+
+
+def test_a_line_number_picks_one_of_the_places_a_snippet_fits(env):
+    call, ws = env
+    dup = "def a():\n    x = 1\n\n\ndef b():\n    x = 1\n"
+    obs = call("src/dup.py", "x = 1", "x = 2", line=6)
+    assert obs.ok, obs.text
+    assert (ws / "src/dup.py").read_text() == dup[: dup.rindex("x = 1")] + "x = 2\n"
+    assert "old appears 2 times; changed the one at line 6, as asked" in obs.text
+    # Also where old fits only once spaces are set aside.
+    obs = call("src/dup.py", "x=1", "x=3", line=2)
+    assert obs.ok, obs.text
+    assert (ws / "src/dup.py").read_text().startswith("def a():\n    x=3\n")
+
+
+def test_a_line_number_that_is_in_no_place_changes_nothing(env):
+    call, ws = env
+    obs = call("src/dup.py", "x = 1", "x = 2", line=4)
+    assert not obs.ok and "old appears 2 times in the file (lines 2, 6)" in obs.text
+    assert "or give line" in obs.text
+    assert (ws / "src/dup.py").read_text() == FILES["src/dup.py"]
+    # A snippet that fits once is replaced there, whatever line is given.
+    obs = call("src/mid.py", "(lo + hi) // 3", "(lo + hi) // 2", line=99)
+    assert obs.ok and "// 2" in (ws / "src/mid.py").read_text()

@@ -37,6 +37,11 @@ PARAMETERS: dict[str, Any] = {
             "description": "The exact lines to change, copied from the file.",
         },
         "new": {"type": "string", "description": "What those lines become."},
+        "line": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "Only if old appears more than once: a line number of the place meant.",
+        },
     },
     "required": ["path", "old", "new"],
     "additionalProperties": False,
@@ -77,7 +82,8 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     text = data.decode("utf-8", "replace")
     if old == new:
         return failed("old and new are the same: nothing would change.")
-    changed, note = _replaced(text, old, new)
+    line = args.get("line")
+    changed, note = _replaced(text, old, new, line if isinstance(line, int) else None)
     if changed is None:
         if note.startswith(NOT_FOUND):
             note = _elsewhere(ctx, rel, old) or note
@@ -117,21 +123,30 @@ def _ambiguous(text: str, old: str, count: int, shown: int = 3) -> str:
     more = f"\n[... {len(starts) - shown} more places ...]" if len(starts) > shown else ""
     return (
         f"old appears {count} times in the file (lines {where}); nothing was changed. Add to "
-        "old the line above or below it at the place you mean, so that it matches there only:\n"
-        + "\n---\n".join(places)
-        + more
+        "old the line above or below it at the place you mean, so that it matches there only "
+        "(or give line, the number of a line of that place):\n" + "\n---\n".join(places) + more
     )
 
 
-def _replaced(text: str, old: str, new: str) -> tuple[str | None, str]:
-    """The file with `old` replaced once, and a note on what was tolerated; or None and why."""
+def _replaced(text: str, old: str, new: str, line: int | None = None) -> tuple[str | None, str]:
+    """The file with `old` replaced once, and a note on what was tolerated; or None and why.
+    Where `old` fits several places, `line` (1-based) picks the one place that holds it."""
     count = text.count(old)
     if count == 1:
         return text.replace(old, new, 1), ""
+    size = old.count("\n") + (0 if old.endswith("\n") else 1)
     if count > 1:
-        return None, _ambiguous(text, old, count)
+        offsets = [at for at in _occurrences(text, old)]
+        meant = [at for at in offsets if _holds(text.count("\n", 0, at), size, line)]
+        if len(meant) != 1:
+            return None, _ambiguous(text, old, count)
+        at = meant[0]
+        note = f"(replace: old appears {count} times; changed the one at line {line}, as asked)"
+        return text[:at] + new + text[at + len(old) :], note
     lines = text.splitlines()
     places = _places(lines, old, new)
+    if len(places) > 1 and line is not None:
+        places = [p for p in places if _holds(p.start, p.end - p.start, line)] or places
     if len(places) == 1:
         place = places[0]
         out = lines[: place.start] + place.new_lines + lines[place.end :]
@@ -145,6 +160,19 @@ def _replaced(text: str, old: str, new: str) -> tuple[str | None, str]:
         )
     done = _already_there(text, lines, new)
     return None, done or _not_found(lines, old)
+
+
+def _occurrences(text: str, old: str) -> list[int]:
+    found, at = [], text.find(old)
+    while at != -1:
+        found.append(at)
+        at = text.find(old, at + 1)
+    return found
+
+
+def _holds(start: int, size: int, line: int | None) -> bool:
+    """Whether the place of `size` lines from 0-based `start` holds 1-based `line`."""
+    return line is not None and start < line <= start + size
 
 
 def _places(lines: list[str], old: str, new: str) -> list[_Place]:

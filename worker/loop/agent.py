@@ -194,6 +194,9 @@ class Agent:
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where())
             reply = self._ask(messages, specs)
+            if focus is not None:  # an `old` found in several places: the one pointed at
+                calls = tuple(_at_line(c, self.suspects[focus]) for c in reply.tool_calls)
+                reply = replace(reply, tool_calls=calls)
             changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
             key = _calls_key(reply.tool_calls)
             if reply.tool_calls and key not in tried:
@@ -496,6 +499,17 @@ def _next_suspect(suspects: Sequence[Suspect], pointed: set[int], changed: set[s
         ),
         None,
     )
+
+
+def _at_line(call: ToolCall, suspect: Suspect) -> ToolCall:
+    """A `replace` of the pointed file, given the pointed line: used only where its `old`
+    fits several places (tools/replace.py), to pick the one that holds that line."""
+    args = call.arguments
+    if call.name != "replace" or not isinstance(args, dict) or "line" in args:
+        return call
+    if str(args.get("path", "")).removeprefix("./") != suspect.path:
+        return call
+    return replace(call, arguments={**args, "line": suspect.line})
 
 
 def _changed_lines(call: ToolCall) -> set[str]:
