@@ -111,6 +111,7 @@ def config_schema() -> dict[str, Any]:
             "edit_samples": {"type": "integer", "minimum": 1, "maximum": 16},
             "verify_ahead": {"type": "boolean"},
             "locate": {"type": "boolean"},
+            "converse": {"type": "boolean"},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -167,6 +168,9 @@ class WorkerConfig:
     # One traced run of the failing tests' files ranks the lines they run (fault localisation);
     # None: for the bundled model only (it costs a test run, and hosted models read code well).
     locate: bool | None = None
+    # After first-edit samples none of which fixed, the run goes on as a conversation; None: not
+    # for the bundled model (in six measured arms its conversation never fixed a task).
+    converse: bool | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -314,6 +318,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         edit_samples=merged.get("edit_samples"),
         verify_ahead=merged.get("verify_ahead"),
         locate=merged.get("locate"),
+        converse=merged.get("converse"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

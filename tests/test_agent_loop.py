@@ -19,7 +19,7 @@ from tools.base import Observation
 from tools.spec import ToolSpec
 from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, Usage
 from worker.loop import prompts
-from worker.loop.agent import Agent, BudgetExhausted, GaveUp, Stuck
+from worker.loop.agent import Agent, BudgetExhausted, GaveUp, SamplesSpent, Stuck
 from worker.loop.history import COLLAPSED, history_chars
 from worker.loop.suspects import Suspect
 from worker.loop.trace import Trace
@@ -513,3 +513,31 @@ def test_a_pointed_samples_replace_of_the_pointed_file_carries_the_pointed_line(
     assert seen[0] == edit and seen[1] == {**edit, "line": 2}
     assert "line" not in seen[2]
     assert model.requests[2]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
+
+
+def test_without_converse_the_run_ends_when_no_sample_fixed(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    other = "def mean(v):\n    return sum(v) * 1.0 / (len(v) - 1)\n"
+    model = ScriptedModel([call("write_file", path="calc.py", content=WRONG),
+                           call("write_file", path="calc.py", content=other)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples, agent.converse = ["write_file"], 2, False
+    with pytest.raises(SamplesSpent, match=r"no sampled first edit fixed .* \(2 answers\)"):
+        start(agent, env)
+    # The model was asked for the two samples only, and the tree is as it was.
+    assert len(model.requests) == 2 and env.files["calc.py"] == BUGGY
+
+
+def test_the_first_message_shows_as_many_failures_as_asked(tmp_path):
+    def suite(files: dict[str, str]) -> dict[str, str]:
+        ok = "len(v) - 1" not in files["calc.py"]
+        return {f"tests/test_calc.py::test_{n}": "passed" if ok else "failed" for n in range(5)}
+
+    env = MemoryEnvironment({"calc.py": BUGGY}, suite=suite)
+    model = ScriptedModel([call("write_file", path="calc.py", content=FIXED)])
+    agent = make_agent(model, env, tmp_path)
+    agent.shown_failures = 2
+    assert start(agent, env).fixed
+    task = model.requests[0]["messages"][1]["content"]
+    assert "0 passed, 5 failed" in task and "test_1:" in task and "test_2:" not in task
+    assert "[... 3 more failing tests not shown ...]" in task

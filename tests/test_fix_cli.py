@@ -696,3 +696,22 @@ def test_without_locate_a_hosted_model_gets_no_suspect_lines(make_repo, tmp_path
     assert proc.returncode == 0, proc.stderr
     assert "Lines the failing tests run" not in server.requests[0]["messages"][1]["content"]
     assert "locate" not in report(tmp_path / "out")["durations"]
+
+
+def test_without_converse_a_run_ends_after_its_samples(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    edits = [
+        {"path": "calc.py", "old": "(len(values) - 1)", "new": f"(len(values) + {n})"}
+        for n in (1, 2)
+    ]
+    script = [text(json.dumps({"tool": "replace", "arguments": a})) for a in edits]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--tool-mode", "json_schema", "--first-edit",
+            "--edit-samples", "2", "--no-converse", base_url=server.base_url,
+        )  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed" and "no sampled first edit fixed" in r["reason"]
+    assert len(server.requests) == 2 and not (tmp_path / "out" / "fix.patch").exists()

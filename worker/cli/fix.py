@@ -169,6 +169,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "edit_samples": args.edit_samples,
             "verify_ahead": args.verify_ahead,
             "locate": args.locate,
+            "converse": args.converse,
         },
     )
     endpoint = choose_endpoint(args, config)

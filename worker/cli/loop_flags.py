@@ -14,6 +14,7 @@ LOOP_FLAGS: tuple[str, ...] = (
     "--edit-samples",
     "--verify-ahead",
     "--locate",
+    "--converse",
 )
 
 
@@ -59,4 +60,11 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="rank the lines the failing tests run (one traced test run) and point the model "
         "at them (default: for the bundled model only)",
+    )
+    p.add_argument(
+        "--converse",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="when no sampled first edit fixed, go on as a conversation until a budget ends "
+        "the run (default: not for the bundled model)",
     )

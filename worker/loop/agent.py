@@ -14,14 +14,23 @@ from sandbox.verdict import Verdict, judge
 from tools.base import Observation
 from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
 from worker.loop import prompts
-from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, Stuck
+from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, SamplesSpent, Stuck
 from worker.loop.history import compact, history_chars
 from worker.loop.stuck import StuckDetector
 from worker.loop.suspects import Suspect
 from worker.loop.suspects import render as render_suspects
 from worker.loop.trace import Trace
 
-__all__ = ["Agent", "BudgetExhausted", "GaveUp", "LoopResult", "RunEnded", "StepInfo", "Stuck"]
+__all__ = [
+    "Agent",
+    "BudgetExhausted",
+    "GaveUp",
+    "LoopResult",
+    "RunEnded",
+    "SamplesSpent",
+    "StepInfo",
+    "Stuck",
+]
 
 REPEAT_TEMPERATURE = 0.7
 SAMPLE_ANSWERS = 2  # answers asked for, at most, per first edit sampled
@@ -105,6 +114,9 @@ class Agent:
     # first-edit sample after the first is pointed at one of them; without samples, the first
     # message names them.
     suspects: Sequence[Suspect] = ()
+    # After first-edit samples none of which fixed: go on as a conversation, or end the run.
+    converse: bool = True
+    shown_failures: int = 10  # failing tests shown in the first message
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
@@ -132,7 +144,7 @@ class Agent:
                 "role": "user",
                 "content": prompts.task_message(
                     goal=goal,
-                    tests=baseline.render(),
+                    tests=baseline.render(max_failures=self.shown_failures),
                     listing=listing,
                     sources=sources,
                     # With samples to point, the list stays out of the first message: there
@@ -154,6 +166,11 @@ class Agent:
             done = self._sample_first_edits(messages, specs)
             if done is not None:
                 return done
+            if not self.converse:
+                raise SamplesSpent(
+                    f"no sampled first edit fixed the failing tests ({self.usage.steps} answers); "
+                    "the run does not go on as a conversation (converse is off)"
+                )
         while True:
             self._check_budgets()
             reply = self._ask(messages, specs)

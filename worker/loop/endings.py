@@ -18,5 +18,9 @@ class Stuck(RunEnded):
     """The model repeated itself or made no progress."""
 
 
+class SamplesSpent(RunEnded):
+    """No sampled first edit fixed the tests, and the run was not to go on as a conversation."""
+
+
 class GaveUp(RunEnded):
     """The model said it was done twice while the tests still failed."""

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from worker.run.environment import SandboxEnvironment
 
 LOCATE_TIMEOUT_S = 120.0  # the traced run of the failing tests' files, at most
+LOCAL_FAILURES_SHOWN = 3  # in the bundled model's first message: its prompt is every answer's
 LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
 REMOTE_CONTEXT_CHARS = 60_000
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
@@ -270,6 +271,8 @@ class FixRun:
             if config.verify_ahead is None
             else config.verify_ahead,
             suspects=suspects,
+            converse=not req.endpoint.local if config.converse is None else config.converse,
+            shown_failures=LOCAL_FAILURES_SHOWN if req.endpoint.local else 10,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
