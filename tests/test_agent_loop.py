@@ -541,3 +541,23 @@ def test_the_first_message_shows_as_many_failures_as_asked(tmp_path):
     task = model.requests[0]["messages"][1]["content"]
     assert "0 passed, 5 failed" in task and "test_1:" in task and "test_2:" not in task
     assert "[... 3 more failing tests not shown ...]" in task
+
+
+def test_a_suspect_line_a_diff_took_out_is_skipped(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    patch = "--- a/calc.py\n+++ b/calc.py\n@@ -2 +2 @@\n-    return sum(v) / (len(v) - 1)\n+    x\n"
+    model = ScriptedModel([call("apply_patch", patch=patch),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    env.call_tool = lambda c: (  # type: ignore[method-assign]
+        Observation(ok=False, text="refused") if c.name == "apply_patch"
+        else MemoryEnvironment.call_tool(env, c)
+    )  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["apply_patch", "write_file"], 2
+    agent.suspects = [
+        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+        Suspect("calc.py", 1, "def mean(v):", 0.9, 1, 0),
+    ]
+    assert start(agent, env).fixed
+    # The greedy diff took line 2 out (refused or not), so the next sample is pointed past it.
+    assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")

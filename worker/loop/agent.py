@@ -149,7 +149,7 @@ class Agent:
                     sources=sources,
                     # With samples to point, the list stays out of the first message: there
                     # it drew the bundled model's greedy edit to the first suspect, wrong more
-                    # often than not (arm M, docs/evaluation.md).
+                    # often than not (arm M0, docs/evaluation.md).
                     suspects=""
                     if self.edit_samples > 1
                     else render_suspects(self.suspects, failed=_failing_count(baseline)),
@@ -535,7 +535,8 @@ def _changed_lines(call: ToolCall) -> set[str]:
     args = call.arguments if isinstance(call.arguments, dict) else {}
     old, new, patch = (str(args.get(k) or "") for k in ("old", "new", "patch"))
     if patch:
-        out = {ln[1:].strip() for ln in patch.splitlines() if ln.startswith("-")} - {"--"}
+        lines = patch.splitlines()
+        out = {ln[1:].strip() for ln in lines if ln.startswith("-") and not ln.startswith("---")}
     else:
         out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
     return {_loose(part) for part in out if len(part) >= 3}
