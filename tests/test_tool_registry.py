@@ -39,7 +39,8 @@ def test_specs_are_stable_strict_schemas() -> None:
     assert specs[0].parameters["required"] == ["path"]
     assert set(specs[0].parameters["properties"]) == {"path", "start_line", "end_line"}
     assert set(specs[2].parameters["properties"]) == {"pattern", "path"}
-    assert set(specs[3].parameters["properties"]) == {"path", "old", "new"}
+    assert set(specs[3].parameters["properties"]) == {"path", "old", "new", "line"}
+    assert specs[3].parameters["required"] == ["path", "old", "new"]  # line is optional
     assert set(specs[4].parameters["properties"]) == {"patch"}
     assert set(specs[5].parameters["properties"]) == {"tests"}
     # One edit form only, when the user picks it (worker fix --edit-tools).
