@@ -342,6 +342,10 @@ def test_an_edit_that_makes_more_tests_fail_is_undone_and_the_model_told(tmp_pat
 
 
 WRONG = "def mean(v):\n    return 1.0 * sum(v) / (len(v) - 1)\n"
+SUSPECTS = (
+    Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+    Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
+)
 
 
 def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
@@ -424,10 +428,7 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.first_tools, agent.edit_samples = ["write_file"], 4
-    agent.suspects = [
-        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
-        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
-    ]
+    agent.suspects = SUSPECTS
     assert start(agent, env).fixed and env.files["calc.py"] == FIXED
     # The greedy first edit is asked without the suspects (with samples to point, the list
     # stays out of the first message).
@@ -462,10 +463,7 @@ def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_wa
     env.call_tool = tool  # type: ignore[method-assign]
     agent = make_agent(model, env, tmp_path)
     agent.first_tools, agent.edit_samples = ["replace", "write_file"], 4
-    agent.suspects = [
-        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
-        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
-    ]
+    agent.suspects = SUSPECTS
     assert start(agent, env).fixed
     # The greedy edit changed line 2 (spaced its own way), so the second sample is pointed at
     # line 1; with no suspect left, the third is asked on the plain prompt, warmer.
@@ -478,10 +476,7 @@ def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path)
     env = MemoryEnvironment({"calc.py": BUGGY})
     model = ScriptedModel([call("write_file", path="calc.py", content=FIXED)])
     agent = make_agent(model, env, tmp_path)
-    agent.suspects = [
-        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
-        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
-    ]
+    agent.suspects = SUSPECTS
     assert start(agent, env).fixed
     task = model.requests[0]["messages"][1]["content"]
     row = "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)"
@@ -502,10 +497,7 @@ def test_a_pointed_samples_replace_of_the_pointed_file_carries_the_pointed_line(
                            call("replace", path="other.py", old="a", new="b")])  # fmt: skip
     agent = make_agent(model, env, tmp_path, max_steps=3)
     agent.first_tools, agent.edit_samples = ["replace"], 2
-    agent.suspects = [
-        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
-        Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
-    ]
+    agent.suspects = SUSPECTS
     with pytest.raises(BudgetExhausted):
         start(agent, env)
     # The greedy answer is run as sent; the pointed one gets line 2 (the places are the tool's
@@ -554,10 +546,7 @@ def test_a_suspect_line_a_diff_took_out_is_skipped(tmp_path):
     )  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.first_tools, agent.edit_samples = ["apply_patch", "write_file"], 2
-    agent.suspects = [
-        Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
-        Suspect("calc.py", 1, "def mean(v):", 0.9, 1, 0),
-    ]
+    agent.suspects = SUSPECTS
     assert start(agent, env).fixed
     # The greedy diff took line 2 out (refused or not), so the next sample is pointed past it.
     assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")

@@ -109,11 +109,8 @@ def _ambiguous(text: str, old: str, count: int, shown: int = 3) -> str:
     the line that tells it apart (the bundled model, told only "include more lines", sent the
     same `old` again)."""
     lines = text.splitlines()
-    size = old.count("\n") + (0 if old.endswith("\n") else 1)
-    starts, at = [], text.find(old)
-    while at != -1:
-        starts.append(text.count("\n", 0, at))
-        at = text.find(old, at + 1)
+    size = _size(old)
+    starts = [text.count("\n", 0, at) for at in _occurrences(text, old)]
     width = len(str(min(len(lines), starts[-1] + size + 1)))
     places = [
         _numbered(lines, max(0, start - 1), min(len(lines), start + size + 1), width)
@@ -134,10 +131,9 @@ def _replaced(text: str, old: str, new: str, line: int | None = None) -> tuple[s
     count = text.count(old)
     if count == 1:
         return text.replace(old, new, 1), ""
-    size = old.count("\n") + (0 if old.endswith("\n") else 1)
     if count > 1:
-        offsets = [at for at in _occurrences(text, old)]
-        meant = [at for at in offsets if _holds(text.count("\n", 0, at), size, line)]
+        size = _size(old)
+        meant = [a for a in _occurrences(text, old) if _holds(text.count("\n", 0, a), size, line)]
         if len(meant) != 1:
             return None, _ambiguous(text, old, count)
         at = meant[0]
@@ -160,6 +156,11 @@ def _replaced(text: str, old: str, new: str, line: int | None = None) -> tuple[s
         )
     done = _already_there(text, lines, new)
     return None, done or _not_found(lines, old)
+
+
+def _size(old: str) -> int:
+    """How many lines `old` spans."""
+    return old.count("\n") + (0 if old.endswith("\n") else 1)
 
 
 def _occurrences(text: str, old: str) -> list[int]:
@@ -186,7 +187,7 @@ def _places(lines: list[str], old: str, new: str) -> list[_Place]:
     if not old_lines:
         return []
     for loose in (False, True):
-        key = _loose if loose else str.strip
+        key = loosened if loose else str.strip
         wanted = [key(line) for line in old_lines]
         size = len(wanted)
         starts = [
@@ -231,7 +232,8 @@ def _place(
     )
 
 
-def _loose(line: str) -> str:
+def loosened(line: str) -> str:
+    """A line compared as a small model copies it: spaces and quote style set aside."""
     return re.sub(r"\s+", "", line).replace("'", '"')
 
 

@@ -12,6 +12,7 @@ from policies.budgets import Budgets, BudgetUsage, check
 from sandbox.testrun import TestRun
 from sandbox.verdict import Verdict, judge
 from tools.base import Observation
+from tools.replace import loosened
 from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
 from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, SamplesSpent, Stuck
@@ -512,7 +513,7 @@ def _next_suspect(suspects: Sequence[Suspect], pointed: set[int], changed: set[s
         (
             i
             for i, s in enumerate(suspects)
-            if i not in pointed and not any(part in _loose(s.text) for part in changed)
+            if i not in pointed and not any(part in loosened(s.text) for part in changed)
         ),
         None,
     )
@@ -539,12 +540,7 @@ def _changed_lines(call: ToolCall) -> set[str]:
         out = {ln[1:].strip() for ln in lines if ln.startswith("-") and not ln.startswith("---")}
     else:
         out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
-    return {_loose(part) for part in out if len(part) >= 3}
-
-
-def _loose(text: str) -> str:
-    """A line compared as a small model copies it: spaces and quote style set aside."""
-    return "".join(text.split()).replace("'", '"')
+    return {loosened(part) for part in out if len(part) >= 3}
 
 
 def _failing(tests: TestRun | None) -> float:

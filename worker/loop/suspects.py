@@ -3,9 +3,9 @@
 A small model given the right function often edits the wrong line of it. The harness knows more
 than the model reads: which lines the failing tests run, and how many passing tests run them
 too. A line every failing test runs and few passing ones do is the likeliest place of the bug
-(Ochiai: ef / sqrt(F * (ef + ep))). The ranked lines go into the first message, and each
-further first-edit sample is pointed at the next one, so samples spread over the places a bug
-can be instead of repeating one guess.
+(Ochiai: ef / sqrt(F * (ef + ep))). Each first-edit sample after the greedy one is pointed at
+the next ranked line, so samples spread over the places a bug can be instead of repeating one
+guess; without samples, the first message lists them.
 """
 
 from __future__ import annotations
