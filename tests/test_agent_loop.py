@@ -17,10 +17,11 @@ from sandbox.testrun import TestRun
 from sandbox.verdict import TOKEN_PROPERTY
 from tools.base import Observation
 from tools.spec import ToolSpec
-from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, Usage
+from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, Pins, ToolCall, Usage
 from worker.loop import prompts
 from worker.loop.agent import Agent, BudgetExhausted, GaveUp, SamplesSpent, Stuck
 from worker.loop.history import COLLAPSED, history_chars
+from worker.loop.suspects import MAX_TEXT as MAX_SUSPECT_TEXT
 from worker.loop.suspects import Suspect
 from worker.loop.trace import Trace
 
@@ -60,6 +61,7 @@ class ScriptedModel:
         temperature: float | None = None,
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
+        pins: Pins | None = None,
     ) -> ModelReply:
         self.requests.append(
             {
@@ -67,6 +69,7 @@ class ScriptedModel:
                 "temperature": temperature,
                 "timeout_s": timeout_s,
                 "only": only,
+                "pins": pins,
             }
         )
         assert self.script, "the loop asked the model more often than the script allows"
@@ -505,6 +508,31 @@ def test_a_pointed_samples_replace_of_the_pointed_file_carries_the_pointed_line(
     assert seen[0] == edit and seen[1] == {**edit, "line": 2}
     assert "line" not in seen[2]
     assert model.requests[2]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
+
+
+def test_a_pointed_sample_is_a_replace_of_the_pointed_line_that_the_model_only_completes(
+    tmp_path,
+):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    long_line = Suspect("calc.py", 1, "x" * MAX_SUSPECT_TEXT, 0.7, 1, 1)  # cut short in the list
+    model = ScriptedModel([call("write_file", path="calc.py", content=WRONG),
+                           call("write_file", path="calc.py", content=WRONG.replace("1.0", "2")),
+                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 4
+    agent.suspects = (SUSPECTS[0], long_line)
+    assert start(agent, env).fixed
+    greedy, pointed, cut = model.requests
+    assert greedy["pins"] is None and greedy["only"] == ["replace", "write_file"]
+    # Pointed at line 2: only replace, with path, old (the whole line) and line fixed.
+    assert pointed["only"] == ("replace",)
+    assert pointed["pins"] == {
+        "replace": {"path": "calc.py", "old": "return sum(v) / (len(v) - 1)", "line": 2}
+    }
+    assert "Replace that line with what it should be" in pointed["messages"][-1]["content"]
+    # A line cut short could not be matched in the file: that sample is pointed, not pinned.
+    assert cut["pins"] is None and cut["only"] == ["replace", "write_file"]
+    assert cut["messages"][-1]["content"].startswith("Look at line calc.py:1:")
 
 
 def test_without_converse_the_run_ends_when_no_sample_fixed(tmp_path):

@@ -141,6 +141,24 @@ def test_json_schema_mode_can_hold_a_reply_to_some_tools_with_the_prompt_unchang
     assert held["messages"] == free["messages"]  # every tool still described: the cache holds
 
 
+def test_json_schema_mode_pins_arguments_so_the_model_writes_only_the_others() -> None:
+    import jsonschema
+
+    with ScriptedServer(script=[action("read_file", {"path": "b.py"})]) as server:
+        with model(server, "json_schema") as client:
+            client.complete(
+                MESSAGES, TOOLS, only=["read_file"], pins={"read_file": {"path": "b.py"}}
+            )
+    (sent,) = server.requests
+    schema = sent["response_format"]["json_schema"]["schema"]
+    # The schema the server constrains its answer with takes the pinned value and no other.
+    jsonschema.validate({"tool": "read_file", "arguments": {"path": "b.py"}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"tool": "read_file", "arguments": {"path": "a.py"}}, schema)
+    assert READ.parameters["properties"]["path"] == {"type": "string"}  # the spec is unchanged
+    assert sent["messages"][0]["content"].count('"type": "string"') >= 2  # the prompt too
+
+
 def test_text_mode_parses_tool_call_block_and_fenced_json() -> None:
     script = [
         text(

@@ -55,10 +55,13 @@ def test_the_json_schema_mode_and_its_held_tools_cross_the_pipe():
     script = [text('{"tool": "read_file", "arguments": {"path": "b.py"}}')]
     with ScriptedServer(script=script) as server:
         with connected(server, tool_mode="json_schema") as client:
-            reply = client.complete(MESSAGES, [READ], only=["read_file"])
+            pins = {"read_file": {"path": "b.py"}}
+            reply = client.complete(MESSAGES, [READ], only=["read_file"], pins=pins)
     assert reply.tool_calls[0].arguments == {"path": "b.py"} and client.mode == "json_schema"
     schema = server.requests[0]["response_format"]["json_schema"]["schema"]
-    assert "read_file" in str(schema)
+    (branch,) = schema["oneOf"]
+    assert branch["properties"]["tool"] == {"const": "read_file"}
+    assert branch["properties"]["arguments"]["properties"]["path"] == {"const": "b.py"}
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from worker.llm.types import (
     ModelBadRequest,
     ModelRefused,
     ModelReply,
+    Pins,
     ToolCall,
     ToolSpec,
     Usage,
@@ -188,6 +189,7 @@ class OpenAIModel:
         temperature: float | None = None,
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
+        pins: Pins | None = None,
     ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
 
@@ -195,6 +197,7 @@ class OpenAIModel:
         break a repeat). `only` names the tools this reply may call: in json_schema mode the
         reply's schema holds only those (the prompt still describes every tool, so a server's
         prompt cache still holds); native and text modes cannot enforce it and ignore it.
+        `pins` fixes arguments of those tools the same way (json_schema mode only).
         `timeout_s` bounds the whole call, retries included: when it runs out
         the call raises CallOutOfTime. A request too long for the model's window raises
         ContextTooLong (never retried, never a reason to switch mode).
@@ -207,7 +210,7 @@ class OpenAIModel:
         stop_at = None if timeout_s is None else time.monotonic() + timeout_s
         mode = self._mode
         try:
-            reply = self._call(messages, tools, mode, temperature, stop_at, only)
+            reply = self._call(messages, tools, mode, temperature, stop_at, only, pins)
         except ModelBadRequest as exc:
             if isinstance(exc, ContextTooLong):
                 raise
@@ -234,6 +237,7 @@ class OpenAIModel:
         mode: WireMode,
         temperature: float | None = None,
         only: Sequence[str] | None = None,
+        pins: Pins | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, self._cap_key: self.max_completion_tokens}
         chosen = self.temperature if temperature is None else temperature
@@ -251,7 +255,7 @@ class OpenAIModel:
             if mode == "json_schema":
                 allowed = [t for t in tools if only is None or t.name in only]
                 body["response_format"] = action_response_format(
-                    allowed or tools, final=only is None
+                    allowed or tools, final=only is None, pins=pins
                 )
         body["messages"] = turns
         return body
@@ -264,8 +268,9 @@ class OpenAIModel:
         temperature: float | None = None,
         stop_at: float | None = None,
         only: Sequence[str] | None = None,
+        pins: Pins | None = None,
     ) -> ModelReply:
-        body = self._request(messages, tools, mode, temperature, only)
+        body = self._request(messages, tools, mode, temperature, only, pins)
         completion, attempts = self._send(body, stop_at)
         if not getattr(completion, "choices", None):
             raise ModelUnavailable(f"model endpoint {self.base_url} returned no choices")

@@ -31,6 +31,7 @@ from worker.llm.types import (
     ModelBadRequest,
     ModelRefused,
     ModelReply,
+    Pins,
     ToolSpec,
 )
 
@@ -104,6 +105,7 @@ class ModelProcess:
         temperature: float | None = None,
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
+        pins: Pins | None = None,
     ) -> ModelReply:
         """One model call in the child; its errors are raised here as the client raised them."""
         self._send(
@@ -114,6 +116,7 @@ class ModelProcess:
                 "temperature": temperature,
                 "timeout_s": timeout_s,
                 "only": list(only) if only is not None else None,
+                "pins": {name: dict(args) for name, args in (pins or {}).items()} or None,
             }
         )
         wait = None if timeout_s is None else timeout_s + ANSWER_GRACE_S

@@ -44,6 +44,7 @@ def main() -> None:
                     temperature=request["temperature"],
                     timeout_s=request["timeout_s"],
                     only=request["only"],
+                    pins=request.get("pins"),
                 )
                 answer = {"ok": True, "reply": reply.to_dict()}
         except (ModelUnavailable, ValueError) as exc:

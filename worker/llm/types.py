@@ -4,11 +4,16 @@ a caller may want to tell apart."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from tools.spec import ToolSpec
 from worker.errors import ModelUnavailable
+
+# Arguments fixed for one reply, by tool name: {"replace": {"old": "x = 1"}}. In json_schema
+# mode the reply's schema holds them as constants, so the model writes only the others.
+Pins = Mapping[str, Mapping[str, Any]]
 
 
 class ModelRefused(ModelUnavailable):

@@ -7,32 +7,50 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from worker.llm.types import ToolCall, ToolSpec, parse_arguments
+from worker.llm.types import Pins, ToolCall, ToolSpec, parse_arguments
 
 FINAL_ANSWER = "final_answer"
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
-def action_schema(tools: Sequence[ToolSpec], *, final: bool = True) -> dict[str, Any]:
+def action_schema(
+    tools: Sequence[ToolSpec], *, final: bool = True, pins: Pins | None = None
+) -> dict[str, Any]:
     """JSON Schema of one action: a `oneOf` branch per tool plus (with `final`) the final
-    answer."""
+    answer. `pins` fixes arguments of a tool to given values (required, `const`): the model
+    writes only the others."""
 
     def branch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         properties = {"tool": {"const": name}, "arguments": arguments}
         return {"type": "object", "properties": properties, "required": ["tool", "arguments"]}
 
     answer = {"type": "object", "properties": {"summary": {"type": "string"}}}
-    branches = [branch(t.name, t.parameters) for t in tools]
+    branches = [branch(t.name, pinned(t.parameters, (pins or {}).get(t.name))) for t in tools]
     return {"oneOf": branches + ([branch(FINAL_ANSWER, answer)] if final else [])}
 
 
-def action_response_format(tools: Sequence[ToolSpec], *, final: bool = True) -> dict[str, Any]:
+def pinned(parameters: dict[str, Any], pins: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A tool's parameter schema with the pinned arguments fixed: `const`, and required."""
+    if not pins:
+        return parameters
+    properties = {**parameters.get("properties", {})}
+    for name, value in pins.items():
+        properties[name] = {"const": value}
+    required = list(parameters.get("required", []))
+    required += [name for name in properties if name in pins and name not in required]
+    return {**parameters, "properties": properties, "required": required}
+
+
+def action_response_format(
+    tools: Sequence[ToolSpec], *, final: bool = True, pins: Pins | None = None
+) -> dict[str, Any]:
     """The `response_format` request parameter of json_schema mode."""
-    schema = {"name": "action", "strict": False, "schema": action_schema(tools, final=final)}
+    action = action_schema(tools, final=final, pins=pins)
+    schema = {"name": "action", "strict": False, "schema": action}
     return {"type": "json_schema", "json_schema": schema}
 
 

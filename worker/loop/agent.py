@@ -13,11 +13,20 @@ from sandbox.testrun import TestRun
 from sandbox.verdict import Verdict, judge
 from tools.base import Observation
 from tools.replace import loosened
-from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, ToolCall, ToolSpec, Usage
+from worker.llm.types import (
+    CallOutOfTime,
+    ContextTooLong,
+    ModelReply,
+    Pins,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, SamplesSpent, Stuck
 from worker.loop.history import compact, history_chars
 from worker.loop.stuck import StuckDetector
+from worker.loop.suspects import MAX_TEXT as MAX_SUSPECT_TEXT
 from worker.loop.suspects import Suspect
 from worker.loop.suspects import render as render_suspects
 from worker.loop.trace import Trace
@@ -49,6 +58,7 @@ class Model(Protocol):
         temperature: float | None = None,
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
+        pins: Pins | None = None,
     ) -> ModelReply: ...
 
 
@@ -125,6 +135,7 @@ class Agent:
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _repeating: bool = False
     _only: Sequence[str] | None = None  # the tools the next reply may call; None: any
+    _pins: Pins | None = None  # arguments the next reply's calls must carry (json_schema mode)
     _names: tuple[str, ...] = ()
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
     _undone: set[str] = field(default_factory=set)  # edits undone: sent again, they are refused
@@ -208,6 +219,7 @@ class Agent:
             if focus is not None:  # a different prompt: at temperature 0, a different answer
                 pointed.add(focus)
                 suspect = self.suspects[focus]
+                self._only, self._pins = self._pin(suspect)
                 hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text)
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where())
@@ -244,6 +256,15 @@ class Agent:
                 note = messages[-1]["content"] + "\n\n" + prompts.SAMPLE_UNDONE
                 messages[-1] = {**messages[-1], "content": note}
         return None
+
+    def _pin(self, suspect: Suspect) -> tuple[Sequence[str] | None, Pins | None]:
+        """The tools and pinned arguments of a sample pointed at `suspect`: a `replace` of that
+        line (old is the line, whole), so the model writes only what it becomes; a line cut
+        short in the list cannot be pinned."""
+        if "replace" not in (self.first_tools or ()) or len(suspect.text) >= MAX_SUSPECT_TEXT:
+            return self.first_tools, None
+        pin = {"path": suspect.path, "old": suspect.text, "line": suspect.line}
+        return ("replace",), {"replace": pin}
 
     # -- the parts of one step -----------------------------------------------------------------
 
@@ -294,7 +315,12 @@ class Agent:
         while True:
             try:
                 reply = self.model.complete(
-                    sent, specs, temperature=warmer, timeout_s=self._time_left(), only=self._only
+                    sent,
+                    specs,
+                    temperature=warmer,
+                    timeout_s=self._time_left(),
+                    only=self._only,
+                    pins=self._pins,
                 )
                 break
             except CallOutOfTime as exc:
@@ -309,6 +335,7 @@ class Agent:
         took = time.monotonic() - started
         self.model_seconds += took
         only, self._only = self._only, None
+        pins, self._pins = self._pins, None
         cost = self.cost_of(reply.usage)
         self.usage = replace(
             self.usage,
@@ -329,6 +356,7 @@ class Agent:
             duration_s=round(took, 3),
             mode=reply.mode,
             only=list(only) if only is not None else None,
+            pins={name: dict(args) for name, args in pins.items()} if pins else None,
             finish_reason=reply.finish_reason,
             attempts=reply.attempts,
             content=reply.content,

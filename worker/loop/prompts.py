@@ -64,8 +64,8 @@ Your fix must work from the patch alone. Keep going."""
 
 FOCUS = """\
 Look at line {where}: {text}
-The failing tests run it. If that line is wrong, fix it with one edit; if it is right, fix the \
-line that is wrong."""
+The failing tests run it. Replace that line with what it should be: if it is wrong, the \
+corrected line; if it is right, the same line."""
 
 
 def task_message(
