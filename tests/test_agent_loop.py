@@ -70,6 +70,7 @@ class ScriptedModel:
                 "timeout_s": timeout_s,
                 "only": only,
                 "pins": pins,
+                "tools": [tool.name for tool in tools],
             }
         )
         assert self.script, "the loop asked the model more often than the script allows"
@@ -366,6 +367,8 @@ def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
     assert all(r["messages"] == first for r in model.requests)
     assert [r["temperature"] for r in model.requests] == [None, 0.7, 0.7]
     assert all(r["only"] == ["write_file"] for r in model.requests)
+    # The run may go on as a conversation after them: every tool stays described.
+    assert all(r["tools"] == ["read_file", "write_file"] for r in model.requests)
 
 
 def test_a_sampled_answer_that_changes_nothing_does_not_use_up_a_sample(tmp_path):
@@ -546,6 +549,8 @@ def test_without_converse_the_run_ends_when_no_sample_fixed(tmp_path):
         start(agent, env)
     # The model was asked for the two samples only, and the tree is as it was.
     assert len(model.requests) == 2 and env.files["calc.py"] == BUGGY
+    # No reply could call another tool, so the prompt describes the edit tool alone.
+    assert all(r["tools"] == ["write_file"] for r in model.requests)
 
 
 def test_the_first_message_shows_as_many_failures_as_asked(tmp_path):

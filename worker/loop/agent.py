@@ -147,6 +147,10 @@ class Agent:
     def run(self, goal: str, baseline: TestRun, listing: str, sources: str = "") -> LoopResult:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
         specs = self.env.tool_specs()
+        if self.first_tools and self.edit_samples > 1 and not self.converse:
+            # Samples only: no reply can call another tool, so no other one is described (a
+            # shorter prompt, re-sent with every sample).
+            specs = [spec for spec in specs if spec.name in self.first_tools]
         self._names = tuple(spec.name for spec in specs)
         self._only = self.first_tools
         self.baseline = self.last_tests = baseline
