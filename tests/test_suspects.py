@@ -29,13 +29,29 @@ def test_lines_run_by_failing_tests_and_fewest_passing_ones_rank_first(tmp_path)
         workspace=tmp_path,
         allowed=lambda rel: True,
     )
-    # Line 8 runs only in failing tests; among the lines every test runs, `try:` comes last;
-    # line 6 (only passing tests ran it) is no suspect at all.
-    assert [s.line for s in found] == [8, 3, 4, 2, 5]
+    # Line 8 runs only in failing tests; among the lines every test runs, the condition comes
+    # first and `try:` last; line 6 (only passing tests ran it) is no suspect at all.
+    assert [s.line for s in found] == [8, 4, 3, 2, 5]
     assert found[0].text == "return not default" and found[0].score == 1.0
     assert render(found, failed=2).splitlines()[0] == (
         "  pkg/mod.py:8: return not default   (run by 2 of 2 failing tests, 0 passing)"
     )
+
+
+def test_among_equal_lines_conditions_come_first_and_structure_last(tmp_path):
+    lines = ["total = a + b", "for x in items:", "else:", "flag = x >= limit",
+             "return a is b", "while busy:", "f = lambda: x", "def g(a) -> int:"]  # fmt: skip
+    (tmp_path / "mod.py").write_text("\n".join(lines) + "\n")
+    found = rank(
+        counts({n: (1, 1) for n in range(1, len(lines) + 1)}, path="mod.py"),
+        workspace=tmp_path,
+        allowed=lambda rel: True,
+    )
+    assert [s.text for s in found] == [
+        "flag = x >= limit", "return a is b", "while busy:",  # decide
+        "total = a + b", "for x in items:", "f = lambda: x",  # compute
+        "else:", "def g(a) -> int:",  # structure
+    ]  # fmt: skip
 
 
 def test_test_files_refused_paths_and_lines_past_the_end_are_left_out(tmp_path):
