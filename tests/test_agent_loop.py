@@ -347,7 +347,15 @@ def test_an_edit_that_makes_more_tests_fail_is_undone_and_the_model_told(tmp_pat
 
 WRONG = "def mean(v):\n    return 1.0 * sum(v) / (len(v) - 1)\n"
 SUSPECTS = (
-    Suspect("calc.py", 2, "return sum(v) / (len(v) - 1)", 1.0, 1, 0),
+    Suspect(
+        "calc.py",
+        2,
+        "return sum(v) / (len(v) - 1)",
+        1.0,
+        1,
+        0,
+        " 1| def mean(v):\n>2|     return sum(v) / (len(v) - 1)",
+    ),  # fmt: skip
     Suspect("calc.py", 1, "def mean(v):", 0.7, 1, 1),
 )
 
@@ -532,7 +540,9 @@ def test_a_pointed_sample_is_a_replace_of_the_pointed_line_that_the_model_only_c
     assert pointed["pins"] == {
         "replace": {"path": "calc.py", "old": "return sum(v) / (len(v) - 1)", "line": 2}
     }
-    assert "Replace that line with what it should be" in pointed["messages"][-1]["content"]
+    hint = pointed["messages"][-1]["content"]
+    assert "Replace that line with what it should be" in hint
+    assert "\n>2|     return sum(v)" in hint  # the lines around it, the line marked
     # A line cut short could not be matched in the file: that sample is pointed, not pinned.
     assert cut["pins"] is None and cut["only"] == ["replace", "write_file"]
     assert cut["messages"][-1]["content"].startswith("Look at line calc.py:1:")

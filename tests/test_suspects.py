@@ -33,6 +33,10 @@ def test_lines_run_by_failing_tests_and_fewest_passing_ones_rank_first(tmp_path)
     # first and `try:` last; line 6 (only passing tests ran it) is no suspect at all.
     assert [s.line for s in found] == [8, 4, 3, 2, 5]
     assert found[0].text == "return not default" and found[0].score == 1.0
+    # With the lines around it, numbered as read_file numbers them, the line itself marked.
+    assert found[0].around.splitlines() == [
+        " 6|     except TypeError:", " 7|         pass", ">8|     return not default"
+    ]  # fmt: skip
     assert render(found, failed=2).splitlines()[0] == (
         "  pkg/mod.py:8: return not default   (run by 2 of 2 failing tests, 0 passing)"
     )

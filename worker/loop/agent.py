@@ -224,7 +224,8 @@ class Agent:
                 pointed.add(focus)
                 suspect = self.suspects[focus]
                 self._only, self._pins = self._pin(suspect)
-                hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text)
+                around = suspect.around + "\n" if suspect.around else ""
+                hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where())
             reply = self._ask(messages, specs)

@@ -64,7 +64,7 @@ Your fix must work from the patch alone. Keep going."""
 
 FOCUS = """\
 Look at line {where}: {text}
-The failing tests run it. Replace that line with what it should be: if it is wrong, the \
+{around}The failing tests run it. Replace that line with what it should be: if it is wrong, the \
 corrected line; if it is right, the same line."""
 
 

@@ -21,6 +21,7 @@ from sandbox.lines_run import LineCounts
 
 MAX_SHOWN = 5  # suspects named in the first message
 MAX_TEXT = 160  # characters of a line shown
+AROUND = 2  # lines shown before and after a suspect line, where a sample is pointed at it
 # Lines that only structure the code (`try:`, `else:`, a `def`, a closing bracket): among lines
 # run by the same tests they come last, behind the lines that compute or decide something.
 _STRUCTURE = re.compile(
@@ -46,6 +47,7 @@ class Suspect:
     score: float
     ef: int
     ep: int
+    around: str = ""  # the line with AROUND lines each side, numbered, the line marked ">"
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -88,7 +90,8 @@ def rank(
             if not source or source.startswith("#"):
                 continue
             score = ef / math.sqrt(counts.failed * (ef + ep))
-            found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
+            around = _around(text, number)
+            found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep, around))
     found.sort(key=lambda s: (-s.score, _kind(s.text), s.ep, -s.ef, s.path, s.line))
     return found[:limit]
 
@@ -110,6 +113,15 @@ def render(suspects: Sequence[Suspect], *, failed: int, limit: int = MAX_SHOWN) 
         for s in suspects[:limit]
     ]
     return "\n".join(rows)
+
+
+def _around(text: list[str], number: int) -> str:
+    first, last = max(1, number - AROUND), min(len(text), number + AROUND)
+    width = len(str(last))
+    return "\n".join(
+        f"{'>' if n == number else ' '}{n:>{width}}| {text[n - 1][:MAX_TEXT]}"
+        for n in range(first, last + 1)
+    )
 
 
 def _lines(workspace: Path, rel: str) -> list[str] | None:
