@@ -688,6 +688,39 @@ def test_with_locate_the_first_message_names_the_lines_the_failing_tests_run(mak
     assert "locate" in report(tmp_path / "out")["durations"]
 
 
+def test_a_pointed_sample_is_a_replace_of_the_suspect_line_pinned_in_the_schema(
+    make_repo, tmp_path
+):
+    # The test reaches mean() by a computed name: no function can be shown in the first
+    # message, but the traced run still finds the line.
+    test = (
+        "import calc\n\n\ndef test_mean():\n    assert getattr(calc, 'me' + 'an')([1, 2, 3]) == 2\n"
+    )
+    repo = make_repo({**BUGGY, "tests/test_calc.py": test})
+    wrong = {"path": "calc.py", "old": "no such line", "new": "x"}
+    good = {"path": "calc.py", "old": "return sum(values) / (len(values) - 1)", "line": 2,
+            "new": "return sum(values) / len(values)"}  # fmt: skip
+    script = [text(json.dumps({"tool": "replace", "arguments": a})) for a in (wrong, good)]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--tool-mode", "json_schema", "--first-edit", "--locate",
+            "--edit-samples", "2", base_url=server.base_url,
+        )  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    greedy, pointed = server.requests
+    assert "calc.py: mean, lines" not in greedy["messages"][1]["content"]  # no function shown
+    # The pointed sample may only write `new`: path, old and line are constants of its schema.
+    (branch,) = pointed["response_format"]["json_schema"]["schema"]["oneOf"]
+    args = branch["properties"]["arguments"]["properties"]
+    assert branch["properties"]["tool"] == {"const": "replace"}
+    assert args["path"] == {"const": "calc.py"} and args["line"] == {"const": 2}
+    assert args["old"] == {"const": "return sum(values) / (len(values) - 1)"}
+    assert args["new"]["type"] == "string"
+    assert "\n\nLook at line calc.py:2: return sum" in pointed["messages"][-1]["content"]
+    assert "+    return sum(values) / len(values)" in (tmp_path / "out" / "fix.patch").read_text()
+
+
 def test_without_locate_a_hosted_model_gets_no_suspect_lines(make_repo, tmp_path):
     repo = make_repo(BUGGY)
     good = {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"}

@@ -239,10 +239,11 @@ class FixRun:
         suspects = self.locate(session, baseline) if locate else []
         grounding = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
         edits = [name for name in ("replace", "apply_patch") if name in registry.names]
-        # The code the failing tests reach is in the first message: with first_edit, the first
-        # reply must be an edit of it (where the endpoint's mode can enforce that).
+        # The code the failing tests reach is in the first message, or suspect lines are known
+        # (each pointed sample shows its line's neighbours): with first_edit, the first reply
+        # must be an edit (where the endpoint's mode can enforce that).
         first_edit = req.endpoint.local if config.first_edit is None else config.first_edit
-        first_tools = edits if grounding.shows_code and first_edit else None
+        first_tools = edits if (grounding.shows_code or suspects) and first_edit else None
         sources = grounding.text
         if not sources:  # no definition found: the start of the files the failures point at
             sources = "\n\n".join(
