@@ -457,15 +457,16 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
     assert all(r["messages"][: len(first)] == first for r in model.requests)
 
 
-def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_warm_up(tmp_path):
+def test_top_suspects_get_a_second_warmer_sample_then_the_plain_prompt_warms_up(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     edit = ToolCall(id="r1", name="replace", raw_arguments="",
                     arguments={"path": "calc.py", "old": "    return sum(v)/(len(v) - 1)",
                                "new": "    return 1.0 * sum(v) / (len(v) - 1)"})  # fmt: skip
     first = ModelReply(content=None, tool_calls=(edit,), usage=Usage(prompt_tokens=50),
                        finish_reason="tool_calls", mode="native")  # fmt: skip
-    model = ScriptedModel([first, call("write_file", path="calc.py", content=WRONG),
-                           call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
+    wrong = [call("write_file", path="calc.py", content=WRONG.replace("1.0", str(n)))
+             for n in (3, 4, 5)]  # fmt: skip
+    model = ScriptedModel([first, *wrong, call("write_file", path="calc.py", content=FIXED)])
     other = WRONG.replace("1.0 * ", "2 * ")
 
     def tool(c: ToolCall) -> Observation:  # replace made as a write of the whole file
@@ -476,14 +477,17 @@ def test_a_suspect_line_an_earlier_sample_changed_is_skipped_and_then_samples_wa
 
     env.call_tool = tool  # type: ignore[method-assign]
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 4
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 5
     agent.suspects = SUSPECTS
     assert start(agent, env).fixed
-    # The greedy edit changed line 2 (spaced its own way), so the second sample is pointed at
-    # line 1; with no suspect left, the third is asked on the plain prompt, warmer.
-    assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
-    assert model.requests[2]["messages"] == model.requests[0]["messages"]
-    assert [r["temperature"] for r in model.requests] == [None, None, 0.7]
+    # The greedy edit changed line 2 (spaced its own way), so the first pointed sample goes to
+    # line 1; then each top suspect once more, warmer, line 2 included; with none left, the
+    # plain prompt, warmer.
+    hints = [r["messages"][-1]["content"] for r in model.requests[1:4]]
+    assert [h.split(":")[1] for h in hints] == ["1", "2", "1"]
+    assert all(h.startswith("Look at line calc.py:") for h in hints)
+    assert model.requests[4]["messages"] == model.requests[0]["messages"]
+    assert [r["temperature"] for r in model.requests] == [None, None, 0.7, 0.7, 0.7]
 
 
 def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path):
