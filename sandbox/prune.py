@@ -44,8 +44,11 @@ def sweep_leftovers(
     return swept
 
 
-def prune(client: docker.DockerClient, *, everything: bool = False) -> list[str]:
-    """Remove our labelled containers whose worker process is gone (all of them if `everything`).
+def prune(
+    client: docker.DockerClient, *, everything: bool = False, pid: int | None = None
+) -> list[str]:
+    """Remove our labelled containers whose worker process is gone (all of them if `everything`;
+    with `pid`, only that worker's, gone or not: other workers on the daemon keep theirs).
 
     Returns the names of the containers removed.
     """
@@ -53,7 +56,10 @@ def prune(client: docker.DockerClient, *, everything: bool = False) -> list[str]
     # The low-level call: one request, where containers.list() inspects each container again.
     for found in client.api.containers(all=True, filters={"label": LABEL}):
         owner = (found.get("Labels") or {}).get("worker.pid", "")
-        if not everything and owner.isdigit() and _alive(int(owner), found):
+        if pid is not None:
+            if owner != str(pid):
+                continue
+        elif not everything and owner.isdigit() and _alive(int(owner), found):
             continue
         try:
             client.api.remove_container(found["Id"], force=True, v=True)

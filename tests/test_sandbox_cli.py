@@ -139,9 +139,20 @@ def test_prune_removes_leftovers_of_dead_workers_only(docker_client, sandbox_ima
         removed = prune(docker_client)
         assert dead.name in removed and alive.name not in removed
         assert docker_client.containers.list(all=True, filters={"id": alive.id})
-        proc = worker("sandbox", "prune", "--all")
-        assert proc.returncode == 0 and alive.name in proc.stdout
-        assert not docker_client.containers.list(all=True, filters={"id": alive.id})
+        # Asked for by its process id, a running worker's container goes too; other workers on
+        # this daemon keep theirs (`--all` would take every one: not run here, the suite may
+        # share the daemon with live workers).
+        other = docker_client.containers.run(
+            sandbox_image, ["sleep", "600"], detach=True, network_mode="none",
+            labels={LABEL: "1", "worker.pid": str(os.getppid())},
+        )  # fmt: skip
+        try:
+            proc = worker("sandbox", "prune", "--pid", str(os.getpid()))
+            assert proc.returncode == 0 and alive.name in proc.stdout
+            assert not docker_client.containers.list(all=True, filters={"id": alive.id})
+            assert docker_client.containers.list(all=True, filters={"id": other.id})
+        finally:
+            other.remove(force=True)
     finally:
         for c in (dead, alive):
             try:

@@ -32,7 +32,7 @@ def build(args: argparse.Namespace) -> int:
 
 def prune(args: argparse.Namespace) -> int:
     """Remove leftover sandbox containers."""
-    removed = prune_containers(connect(), everything=args.all)
+    removed = prune_containers(connect(), everything=args.all, pid=args.pid)
     print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
     return 0
 
@@ -59,6 +59,12 @@ def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
     add_backend_argument(run)
     prune = sbox.add_parser("prune", help="remove containers left by a crashed worker")
     prune.add_argument("--all", action="store_true", help="also those of running workers")
+    prune.add_argument(
+        "--pid",
+        type=int,
+        default=None,
+        help="only the containers of the worker with this process id, running or not",
+    )
 
 
 def run_tests(args: argparse.Namespace) -> int:
