@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from sandbox.lines_run import LineCounts
@@ -77,12 +77,14 @@ def rank(
     if not counts:
         return []
     found: list[Suspect] = []
+    texts: dict[str, list[str]] = {}
     for rel, lines in counts.lines.items():
         if rel.endswith(".py") is False or is_test_file(rel) or not allowed(rel):
             continue
         text = _lines(workspace, rel)
         if text is None:
             continue
+        texts[rel] = text
         for number, (ef, ep) in lines.items():
             if ef == 0 or number > len(text):
                 continue
@@ -90,10 +92,10 @@ def rank(
             if not source or source.startswith("#"):
                 continue
             score = ef / math.sqrt(counts.failed * (ef + ep))
-            around = _around(text, number)
-            found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep, around))
+            found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
     found.sort(key=lambda s: (-s.score, _kind(s.text), s.ep, -s.ef, s.path, s.line))
-    return found[:limit]
+    # The lines around, for the suspects kept only (a traced run can reach thousands of lines).
+    return [replace(s, around=_around(texts[s.path], s.line)) for s in found[:limit]]
 
 
 def _kind(text: str) -> int:
