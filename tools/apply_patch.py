@@ -25,8 +25,14 @@ from tools.patch_diagnose import ambiguous, explain, failing_hunk
 from tools.patch_parse import FilePatch, PatchError, parse_patch, render_patch
 from tools.patch_realign import realign
 from tools.patch_reindent import reindent
+from tools.same_code import same_code
 
 MAX_PATCH_BYTES = 512 * 1024
+NO_CODE_CHANGE = (
+    "patch rolled back, nothing was changed: the code compiles exactly as before (only "
+    "parentheses, spacing, comments or an equivalent spelling differ), so the failing tests "
+    "would fail the same way. Change what the code does."
+)
 _MODE_MARK = "@worker-apply-mode "
 # --unidiff-zero: without it git pins a hunk with context on one side only to the start or end
 # of the file, and models rarely balance their context. Context-free hunks are refused earlier.
@@ -117,6 +123,14 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
             ok=False,
             text=f"patch rolled back, nothing was changed: it breaks Python syntax.\n{broken}",
             data={"rolled_back": True, "syntax_error": broken, "restored_by_host": repaired},
+        )
+    if _changes_no_code(files, originals, ctx):
+        ctx.box.run(f"{_GIT} -R {mode} {staged}", timeout_s=60)
+        repaired = _restore(originals)
+        return Observation(
+            ok=False,
+            text=NO_CODE_CHANGE,
+            data={"rolled_back": True, "no_code_change": True, "restored_by_host": repaired},
         )
     applied = _applied(files, mode, result.output)
     if notes:
@@ -242,6 +256,20 @@ def _syntax_errors(
         except ValueError as exc:
             return f"{fp.path}: {exc}"
     return ""
+
+
+def _changes_no_code(
+    files: list[FilePatch], originals: dict[str, _Original], ctx: ToolContext
+) -> bool:
+    """Whether the patch only changed .py files, each to code that compiles as it did before."""
+    for fp in files:
+        before = originals[fp.path].data
+        if fp.status != "M" or not fp.path.endswith(".py") or before is None:
+            return False
+        real = ctx.paths.resolve(ctx.workspace, fp.path)
+        if not same_code(before, real.read_bytes(), name=fp.path):
+            return False
+    return True
 
 
 def _parses(data: bytes, name: str) -> bool:

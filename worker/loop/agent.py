@@ -218,6 +218,7 @@ class Agent:
         head, tried, samples = len(messages), set[str](), list[_Sample]()
         pointed: set[tuple[int, bool]] = set()  # (suspect, warm) of each pointed sample
         changed: set[str] = set()  # lines earlier samples changed
+        answered: dict[int, list[str]] = {}  # what earlier samples made of each suspect's line
         for n in range(self.edit_samples * SAMPLE_ANSWERS):
             if sum(s.undone for s in samples) >= self.edit_samples:
                 break  # enough edits tried; an answer the tools refused did not count
@@ -230,6 +231,9 @@ class Agent:
                 self._only, self._pins = self._pin(suspect)
                 around = suspect.around + "\n" if suspect.around else ""
                 hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
+                if answered.get(focus):  # a retry: not the same answer again
+                    earlier = "\n".join(f"    {line}" for line in answered[focus])
+                    hint += prompts.FOCUS_TRIED.format(tried=earlier)
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where(), warm=warm)
             reply = self._ask(messages, specs)
@@ -237,6 +241,9 @@ class Agent:
                 calls = tuple(_at_line(c, self.suspects[focus]) for c in reply.tool_calls)
                 reply = replace(reply, tool_calls=calls)
             changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
+            for i, line in _answers(reply.tool_calls, self.suspects):
+                if line not in answered.setdefault(i, []):
+                    answered[i].append(line)
             key = _calls_key(reply.tool_calls)
             if reply.tool_calls and key not in tried:
                 tried.add(key)
@@ -574,6 +581,23 @@ def _at_line(call: ToolCall, suspect: Suspect) -> ToolCall:
     if str(args.get("path", "")).removeprefix("./") != suspect.path:
         return call
     return replace(call, arguments={**args, "line": suspect.line})
+
+
+def _answers(calls: Sequence[ToolCall], suspects: Sequence[Suspect]) -> list[tuple[int, str]]:
+    """The suspects whose whole line a `replace` call rewrote, each with the line it wrote
+    (stripped): what a retry on that line is told was tried already."""
+    found = []
+    for call in calls:
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        old, new = str(args.get("old") or ""), str(args.get("new") or "")
+        if call.name != "replace" or "\n" in old.strip() or "\n" in new.strip():
+            continue
+        found += [
+            (i, new.strip() or "(the line removed)")
+            for i, s in enumerate(suspects)
+            if old.strip() and loosened(old) == loosened(s.text)
+        ]
+    return found
 
 
 def _changed_lines(call: ToolCall) -> set[str]:

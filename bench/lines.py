@@ -1,0 +1,180 @@
+"""Given the bug's line, does the bundled model write its fix? A pointed sample, alone, per task.
+
+    python3 bench/lines.py TASKS RUNS... [--only ID ...] [--warm N] [--variant NAME ...]
+
+TASKS is a task file of bench/tasks/generate.py (its reference fixes name the bug's line); RUNS
+is a `worker eval --out` folder that ran those tasks: each task's first prompt (system and task
+message, as its trace recorded them) is asked again here, followed by the pointed-sample prompt
+of worker/loop/prompts.py aimed at the bug's own line, with the line pinned as `worker fix` pins
+it. No sandbox and no test run: an answer counts as a fix when it parses to the same Python as
+the reference line (a proxy; a different correct line is counted as a miss).
+
+Variants (each printed per task, then totals):
+- greedy: the pointed sample at temperature 0 (what `worker fix` asks first);
+- warm: N more at 0.7 (the retry of a top suspect): how many distinct answers, any a fix;
+- told: after a greedy miss, the same prompt plus the earlier answer marked as not fixing
+  (prompts.FOCUS_TRIED), at 0.7.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from policies.budgets import LOCAL_ANSWER_TOKENS  # noqa: E402
+from tools.registry import ToolRegistry, default_tools  # noqa: E402
+from worker.llm import bundled  # noqa: E402
+from worker.llm.client import OpenAIModel  # noqa: E402
+from worker.loop import prompts  # noqa: E402
+from worker.loop.suspects import AROUND, MAX_TEXT  # noqa: E402
+
+
+def bug(patch: str) -> tuple[str, int, str, str] | None:
+    """The reference fix's file, the bug's line number, the bug's line and the fixed one."""
+    path, number, old, new = "", 0, None, None
+    for line in patch.splitlines():
+        if line.startswith("--- a/"):
+            path = line[6:]
+        elif line.startswith("@@"):
+            number = int(line.split()[1].split(",")[0][1:]) - 1
+        elif line.startswith("-") and not line.startswith("---") and old is None:
+            number += 1
+            old = line[1:]
+        elif line.startswith("+") and not line.startswith("+++") and new is None:
+            new = line[1:]
+        elif line.startswith(" ") and old is None:
+            number += 1
+    if old is None or new is None:
+        return None
+    return path, number, old, new
+
+
+def same_code(a: str, b: str) -> bool:
+    """Whether two lines parse to the same Python (a header gets a body to parse)."""
+
+    def tree(line: str) -> str | None:
+        text = line.strip()
+        for source in (text, text + " pass", "if 1:\n pass\n" + text + " pass"):
+            try:
+                return ast.dump(ast.parse(source))
+            except SyntaxError:
+                continue
+        return None
+
+    ta, tb = tree(a), tree(b)
+    return ta is not None and ta == tb
+
+
+def around(text: list[str], number: int) -> str:
+    first, last = max(1, number - AROUND), min(len(text), number + AROUND)
+    width = len(str(last))
+    return "\n".join(
+        f"{'>' if n == number else ' '}{n:>{width}}| {text[n - 1][:MAX_TEXT]}"
+        for n in range(first, last + 1)
+    )
+
+
+def first_prompt(trace: Path) -> tuple[str, str, list[str]]:
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "prompt":
+            return event["system"], event["task"], event["tools"]
+    raise ValueError(f"{trace}: no prompt event")
+
+
+def ask(model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature) -> str | None:
+    reply = model.complete(
+        messages, specs, temperature=temperature, only=("replace",), pins={"replace": pin}
+    )
+    for call in reply.tool_calls:
+        if call.name == "replace" and isinstance(call.arguments, dict):
+            return str(call.arguments.get("new", ""))
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("tasks", type=Path)
+    parser.add_argument("runs", type=Path, nargs="+")
+    parser.add_argument("--only", nargs="*")
+    parser.add_argument("--warm", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="write each task's answers here")
+    args = parser.parse_args()
+    cache = args.tasks.parent
+    tasks = [json.loads(line) for line in args.tasks.read_text().splitlines() if line.strip()]
+    registry = ToolRegistry(tools=default_tools("both"))
+    totals = {"tasks": 0, "greedy": 0, "warm": 0, "told": 0, "any": 0}
+    rows = []
+    with bundled.LocalServer(model_path=bundled.pull()) as server:
+        model = OpenAIModel(
+            model="local",
+            base_url=server.base_url,
+            tool_mode="json_schema",
+            timeout_s=600.0,
+            max_completion_tokens=LOCAL_ANSWER_TOKENS,  # as `worker fix` caps the bundled model
+        )
+        for task in tasks:
+            tid = task["id"]
+            if args.only and tid not in args.only:
+                continue
+            ref = cache / "reference" / f"{tid}.patch"
+            traces = [r / "tasks" / tid / "fix" / "trace.jsonl" for r in args.runs]
+            trace = next((t for t in traces if t.is_file()), traces[0])
+            found = bug(ref.read_text()) if ref.is_file() else None
+            if found is None or not trace.is_file():
+                continue
+            path, number, old, fixed = found
+            if len(old.strip()) >= MAX_TEXT:
+                continue
+            system, task_text, names = first_prompt(trace)
+            specs = [s for s in registry.specs() if s.name in names]
+            text = (cache / task["repo"] / path).read_text().splitlines()
+            hint = prompts.FOCUS.format(
+                where=f"{path}:{number}", text=old.strip(), around=around(text, number) + "\n"
+            )
+            base = [
+                {"role": "system", "content": system},
+                {"role": "user", "content": task_text},
+                {"role": "user", "content": hint},
+            ]
+            pin = {"path": path, "old": old.strip(), "line": number}
+            greedy = ask(model, base, specs, pin, 0.0)
+            warm = [ask(model, base, specs, pin, 0.7) for _ in range(args.warm)]
+            told = None
+            if greedy is not None and not same_code(greedy, fixed):
+                note = prompts.FOCUS_TRIED.format(tried=f"    {greedy.strip()}")
+                told = ask(model, [*base[:-1], {"role": "user", "content": hint + note}], specs,
+                           pin, 0.7)  # fmt: skip
+            hit = {
+                "greedy": greedy is not None and same_code(greedy, fixed),
+                "warm": any(w is not None and same_code(w, fixed) for w in warm),
+                "told": told is not None and same_code(told, fixed),
+            }
+            hit["any"] = any(hit.values())
+            totals["tasks"] += 1
+            for key, value in hit.items():
+                totals[key] += value
+            distinct = len({(w or "").strip() for w in [greedy, *warm]})
+            print(
+                f"{tid:50} greedy={'Y' if hit['greedy'] else '.'} "
+                f"warm={'Y' if hit['warm'] else '.'}({distinct} distinct) "
+                f"told={'Y' if hit['told'] else '.'}  fix: {fixed.strip()[:50]}",
+                flush=True,
+            )
+            rows.append({"id": tid, "fixed": fixed.strip(), "greedy": greedy, "warm": warm,
+                         "told": told, **{f"hit_{k}": v for k, v in hit.items()}})  # fmt: skip
+    print(json.dumps(totals))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
