@@ -178,6 +178,41 @@ def test_syntax_breaking_diff_is_rolled_back_byte_for_byte(env) -> None:
     assert ws.changed_files() == []
 
 
+def test_a_diff_that_changes_no_code_is_rolled_back_and_said_so(env) -> None:
+    apply, ws = env
+    before = (ws.path / "src/app.py").read_bytes()
+    obs = apply(
+        diff("""
+        --- a/src/app.py
+        +++ b/src/app.py
+        @@ -4,2 +4,2 @@
+         def add(a, b):
+        -    return a - b
+        +    return (a - b)  # the difference
+    """)
+    )
+    assert not obs.ok and obs.data["no_code_change"]
+    assert "compiles exactly as before" in obs.text
+    assert (ws.path / "src/app.py").read_bytes() == before
+    assert ws.changed_files() == []
+
+
+def test_a_diff_that_changes_code_and_a_comment_applies(env) -> None:
+    apply, ws = env
+    obs = apply(
+        diff("""
+        --- a/src/app.py
+        +++ b/src/app.py
+        @@ -4,2 +4,2 @@
+         def add(a, b):
+        -    return a - b
+        +    return a + b  # the sum
+    """)
+    )
+    assert obs.ok, obs.text
+    assert "return a + b  # the sum" in read(ws, "src/app.py")
+
+
 def test_new_and_deleted_files(env) -> None:
     apply, ws = env
     obs = apply(

@@ -145,6 +145,14 @@ def test_a_replacement_that_breaks_syntax_is_rolled_back(env):
     assert (ws / "src/mid.py").read_text() == MID
 
 
+def test_an_equivalent_spelling_of_the_line_is_rolled_back_as_no_change(env):
+    call, ws = env
+    obs = call("src/mid.py", "return (lo + hi) // 3", "return ((lo) + hi) // 3")
+    assert not obs.ok and "compiles exactly as before" in obs.text
+    assert obs.changed_files == ()
+    assert (ws / "src/mid.py").read_text() == MID
+
+
 def test_tests_and_paths_outside_are_refused_by_the_same_policy(env):
     call, ws = env
     obs = call("tests/test_mid.py", "== 3", "== 2")
