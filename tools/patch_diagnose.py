@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 
+from tools.numbered import numbered
 from tools.patch_parse import FilePatch, Hunk
 
 WINDOW = 12
@@ -80,8 +81,7 @@ def explain(fp: FilePatch, index: int, lines: list[str]) -> str:
             break
     lo = max(1, start - 2)
     hi = min(len(lines), max(lo + WINDOW - 1, start + len(old) + 1), lo + 30)
-    width = len(str(hi))
-    window = "\n".join(f"{n:>{width}}| {lines[n - 1]}" for n in range(lo, hi + 1))
+    window = numbered(lines, range(lo, hi + 1))
     return (
         f"{head}{detail}\nThe file at lines {lo}-{hi} (of {len(lines)}):\n{window}\n"
         "Copy the context and '-' lines exactly from the file, then send the whole patch again."

@@ -17,6 +17,7 @@ from tools.base import (
     looks_binary,
     refused,
 )
+from tools.numbered import numbered
 
 WINDOW = 200
 MAX_LINE_CHARS = 400
@@ -71,14 +72,13 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     if start > total:
         return failed(f"{rel} has only {total} lines; start_line must be at most {total}.")
     end = min(end, total, start + WINDOW * 2 - 1)
-    width = len(str(end))
-    body = [f"{n:>{width}}| {_cap(lines[n - 1])}" for n in range(start, end + 1)]
+    body = numbered(lines, range(start, end + 1), text=_cap)
     header = f"{rel}: lines {start}-{end} of {total}"
     if end < total:
         header += f" (next: start_line={end + 1})"
     return Observation(
         ok=True,
-        text="\n".join([header, *body]),
+        text="\n".join([header, body]),
         data={"path": rel, "start_line": start, "end_line": end, "total_lines": total},
     )
 

@@ -19,6 +19,7 @@ from typing import Any
 from policies.paths import PathRefused
 from tools import apply_patch
 from tools.base import Observation, Tool, ToolContext, argument, failed, looks_binary, refused
+from tools.numbered import numbered
 from tools.search import readable_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
@@ -113,7 +114,7 @@ def _ambiguous(text: str, old: str, count: int, shown: int = 3) -> str:
     starts = [text.count("\n", 0, at) for at in _occurrences(text, old)]
     width = len(str(min(len(lines), starts[-1] + size + 1)))
     places = [
-        _numbered(lines, max(0, start - 1), min(len(lines), start + size + 1), width)
+        numbered(lines, range(max(1, start), min(len(lines), start + size + 1) + 1), width=width)
         for start in starts[:shown]
     ]
     where = ", ".join(str(n + 1) for n in starts[:12]) + (", ..." if len(starts) > 12 else "")
@@ -278,7 +279,7 @@ def _already_there(text: str, lines: list[str], new: str) -> str:
         return ""
     at = text[: text.index(new)].count("\n")
     lo, hi = max(0, at - 1), min(len(lines), at + new.count("\n") + 2)
-    shown = "\n".join(f"{n + 1}| {lines[n]}" for n in range(lo, hi))
+    shown = numbered(lines, range(lo + 1, hi + 1))
     return (
         "old is not in the file, and new already is: this edit was made already (the tests "
         f"after it are above). Nothing was changed. The lines now:\n{shown}\n"
@@ -300,12 +301,7 @@ def _not_found(lines: list[str], old: str) -> str:
         lo, hi, what = 0, len(lines), "The file"
     else:
         return text
-    return f"{text} {what}:\n{_numbered(lines, lo, hi, len(str(hi)))}"
-
-
-def _numbered(lines: list[str], lo: int, hi: int, width: int) -> str:
-    """Lines lo..hi-1 (0-based) as read_file numbers them, numbers right-aligned to `width`."""
-    return "\n".join(f"{n + 1:>{width}}| {lines[n]}" for n in range(lo, hi))
+    return f"{text} {what}:\n{numbered(lines, range(lo + 1, hi + 1))}"
 
 
 def _elsewhere(ctx: ToolContext, rel: str, old: str) -> str:

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.numbered import numbered
+
 MAX_FILES = 60
 MAX_FILE_BYTES = 1_000_000
 MAX_DEF_LINES = 60
@@ -45,19 +47,20 @@ class Definition:
         """The definition in read_file's numbered form."""
         width = len(str(self.end))
         if self.outline:
-            body = [
-                f"{n:>{width}}| {lines[n - 1]}"
+            heads = [
+                n
                 for n in range(self.start, self.end + 1)
                 if n == self.start or lines[n - 1].lstrip().startswith(("def ", "async def "))
             ]
+            body = numbered(lines, heads, width=width)
             head = f"{self.path}: class {self.name}, lines {self.start}-{self.end} (outline)"
-            return "\n".join([head, *body])
+            return "\n".join([head, body])
         last = min(self.end, self.start + MAX_DEF_LINES - 1)
-        body = [f"{n:>{width}}| {lines[n - 1]}" for n in range(self.start, last + 1)]
+        body = numbered(lines, range(self.start, last + 1), width=width)
         head = f"{self.path}: {self.name}, lines {self.start}-{last} of {len(lines)}"
         if last < self.end:
             head += f" (the definition goes on to line {self.end})"
-        return "\n".join([head, *body])
+        return "\n".join([head, body])
 
 
 def called_names(test_file: Path, test_id: str) -> list[str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from sandbox.lines_run import LineCounts
+from tools.numbered import numbered
 
 MAX_SHOWN = 5  # suspects named in the first message
 MAX_TEXT = 160  # characters of a line shown
@@ -119,11 +120,7 @@ def render(suspects: Sequence[Suspect], *, failed: int, limit: int = MAX_SHOWN) 
 
 def _around(text: list[str], number: int) -> str:
     first, last = max(1, number - AROUND), min(len(text), number + AROUND)
-    width = len(str(last))
-    return "\n".join(
-        f"{'>' if n == number else ' '}{n:>{width}}| {text[n - 1][:MAX_TEXT]}"
-        for n in range(first, last + 1)
-    )
+    return numbered(text, range(first, last + 1), mark=number, text=lambda s: s[:MAX_TEXT])
 
 
 def _lines(workspace: Path, rel: str) -> list[str] | None:
