@@ -33,6 +33,7 @@ from worker.llm.types import (
     ModelReply,
     Pins,
     ToolSpec,
+    plain_pins,
 )
 
 ANSWER_GRACE_S = 10.0  # beyond a call's own time limit, before the child is taken for hung
@@ -116,7 +117,7 @@ class ModelProcess:
                 "temperature": temperature,
                 "timeout_s": timeout_s,
                 "only": list(only) if only is not None else None,
-                "pins": {name: dict(args) for name, args in (pins or {}).items()} or None,
+                "pins": plain_pins(pins),
             }
         )
         wait = None if timeout_s is None else timeout_s + ANSWER_GRACE_S

@@ -16,6 +16,12 @@ from worker.errors import ModelUnavailable
 Pins = Mapping[str, Mapping[str, Any]]
 
 
+def plain_pins(pins: Pins | None) -> dict[str, dict[str, Any]] | None:
+    """Pins as plain dicts (for JSON: a request to the model process, a trace event); None
+    when there are none."""
+    return {name: dict(args) for name, args in pins.items()} if pins else None
+
+
 class ModelRefused(ModelUnavailable):
     """The endpoint answered with an error that retrying cannot fix."""
 

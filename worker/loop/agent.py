@@ -21,6 +21,7 @@ from worker.llm.types import (
     ToolCall,
     ToolSpec,
     Usage,
+    plain_pins,
 )
 from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, SamplesSpent, Stuck
@@ -372,7 +373,7 @@ class Agent:
             duration_s=round(took, 3),
             mode=reply.mode,
             only=list(only) if only is not None else None,
-            pins={name: dict(args) for name, args in pins.items()} if pins else None,
+            pins=plain_pins(pins),
             finish_reason=reply.finish_reason,
             attempts=reply.attempts,
             content=reply.content,
