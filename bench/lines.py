@@ -1,19 +1,17 @@
-"""Given the bug's line, does the bundled model write its fix? A pointed sample, alone, per task.
+"""Given the bug's line, does the bundled model write its fix? Pointed samples alone, per task.
 
-    python3 bench/lines.py TASKS RUNS... [--only ID ...] [--warm N] [--variant NAME ...]
+    python3 bench/lines.py TASKS RUNS... [--only ID ...] [--k 2] [--variant NAME ...] [--json F]
 
 TASKS is a task file of bench/tasks/generate.py (its reference fixes name the bug's line); RUNS
-is a `worker eval --out` folder that ran those tasks: each task's first prompt (system and task
+are `worker eval --out` folders that ran those tasks: each task's first prompt (system and task
 message, as its trace recorded them) is asked again here, followed by the pointed-sample prompt
-of worker/loop/prompts.py aimed at the bug's own line, with the line pinned as `worker fix` pins
-it. No sandbox and no test run: an answer counts as a fix when it parses to the same Python as
-the reference line (a proxy; a different correct line is counted as a miss).
+of worker/loop/prompts.py aimed at the bug's own line, pinned as `worker fix` pins it. No
+sandbox and no test run: an answer counts as a fix when it parses to the same Python as the
+reference line (a proxy: a different correct line counts as a miss).
 
-Variants (each printed per task, then totals):
-- greedy: the pointed sample at temperature 0 (what `worker fix` asks first);
-- warm: N more at 0.7 (the retry of a top suspect): how many distinct answers, any a fix;
-- told: after a greedy miss, the same prompt plus the earlier answer marked as not fixing
-  (prompts.FOCUS_TRIED), at 0.7.
+The greedy answer (temperature 0) first, then K answers of each retry variant (VARIANTS): per
+task, whether any answer was a fix; at the end, the totals and, per variant, how many of its
+answers differ from the greedy one (`NAME_new`).
 """
 
 from __future__ import annotations
@@ -89,6 +87,40 @@ def first_prompt(trace: Path) -> tuple[str, str, list[str]]:
     raise ValueError(f"{trace}: no prompt event")
 
 
+# How a retry of the same line is asked: (prompt, temperature) from the first prompt, the
+# pointed hint and the greedy answer.
+VARIANTS = {
+    "warm": "the same prompt at 0.7 (the retry of arm R)",
+    "told": "the greedy answer shown as tried (prompts.FOCUS_TRIED), at 0.7",
+    "wrong": "the line said to be wrong, the greedy answer not shown (FOCUS_WRONG), at 0.7",
+    "hot": "the same prompt at 1.0",
+}
+FOCUS_TRIED = """
+
+Already tried for this line, and it did not fix the failing tests:
+{tried}
+Write a different line."""
+FOCUS_WRONG = """\
+Look at line {where}: {text}
+{around}The failing tests run it, and it is wrong. Replace that line with the corrected line: it \
+must do something different from what it does now."""
+
+
+def retry(name: str, base: list[dict[str, Any]], hint: str, greedy: str):
+    if name == "warm":
+        return base, 0.7
+    if name == "hot":
+        return base, 1.0
+    if name == "told":
+        note = FOCUS_TRIED.format(tried=f"    {greedy.strip()}")
+        return [*base[:-1], {"role": "user", "content": hint + note}], 0.7
+    where, rest = hint.removeprefix("Look at line ").split(": ", 1)
+    text, _, tail = rest.partition("\n")
+    around = tail.split("The failing tests run it.")[0]
+    wrong = FOCUS_WRONG.format(where=where, text=text, around=around)
+    return [*base[:-1], {"role": "user", "content": wrong}], 0.7
+
+
 def ask(model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature) -> str | None:
     reply = model.complete(
         messages, specs, temperature=temperature, only=("replace",), pins={"replace": pin}
@@ -104,13 +136,14 @@ def main() -> int:
     parser.add_argument("tasks", type=Path)
     parser.add_argument("runs", type=Path, nargs="+")
     parser.add_argument("--only", nargs="*")
-    parser.add_argument("--warm", type=int, default=2)
+    parser.add_argument("--k", type=int, default=2, help="answers per retry variant")
+    parser.add_argument("--variant", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--json", type=Path, help="write each task's answers here")
     args = parser.parse_args()
     cache = args.tasks.parent
     tasks = [json.loads(line) for line in args.tasks.read_text().splitlines() if line.strip()]
     registry = ToolRegistry(tools=default_tools("both"))
-    totals = {"tasks": 0, "greedy": 0, "warm": 0, "told": 0, "any": 0}
+    totals: dict[str, int] = {"tasks": 0}
     rows = []
     with bundled.LocalServer(model_path=bundled.pull()) as server:
         model = OpenAIModel(
@@ -146,30 +179,26 @@ def main() -> int:
             ]
             pin = {"path": path, "old": old.strip(), "line": number}
             greedy = ask(model, base, specs, pin, 0.0)
-            warm = [ask(model, base, specs, pin, 0.7) for _ in range(args.warm)]
-            told = None
-            if greedy is not None and not same_code(greedy, fixed):
-                note = prompts.FOCUS_TRIED.format(tried=f"    {greedy.strip()}")
-                told = ask(model, [*base[:-1], {"role": "user", "content": hint + note}], specs,
-                           pin, 0.7)  # fmt: skip
-            hit = {
-                "greedy": greedy is not None and same_code(greedy, fixed),
-                "warm": any(w is not None and same_code(w, fixed) for w in warm),
-                "told": told is not None and same_code(told, fixed),
-            }
-            hit["any"] = any(hit.values())
+            row: dict[str, Any] = {"id": tid, "fixed": fixed.strip(), "greedy": greedy}
+            hits = {"greedy": greedy is not None and same_code(greedy, fixed)}
+            for name in args.variant:
+                prompt, temperature = retry(name, base, hint, greedy or "")
+                answers = [ask(model, prompt, specs, pin, temperature) for _ in range(args.k)]
+                row[name] = answers
+                hits[name] = any(a is not None and same_code(a, fixed) for a in answers)
+                others = {(a or "").strip() for a in answers} - {(greedy or "").strip()}
+                totals.setdefault(f"{name}_new", 0)
+                totals[f"{name}_new"] += len(others)
             totals["tasks"] += 1
-            for key, value in hit.items():
-                totals[key] += value
-            distinct = len({(w or "").strip() for w in [greedy, *warm]})
+            for key, value in hits.items():
+                totals[key] = totals.get(key, 0) + value
             print(
-                f"{tid:50} greedy={'Y' if hit['greedy'] else '.'} "
-                f"warm={'Y' if hit['warm'] else '.'}({distinct} distinct) "
-                f"told={'Y' if hit['told'] else '.'}  fix: {fixed.strip()[:50]}",
+                f"{tid:50} "
+                + " ".join(f"{k}={'Y' if v else '.'}" for k, v in hits.items())
+                + f"  fix: {fixed.strip()[:50]}",
                 flush=True,
             )
-            rows.append({"id": tid, "fixed": fixed.strip(), "greedy": greedy, "warm": warm,
-                         "told": told, **{f"hit_{k}": v for k, v in hit.items()}})  # fmt: skip
+            rows.append({**row, "hits": hits})
     print(json.dumps(totals))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -44,6 +44,11 @@ __all__ = [
 ]
 
 REPEAT_TEMPERATURE = 0.7
+# A top suspect's second pointed sample: the same prompt, hotter. Pointed at the bug's line of
+# 15 dev tasks, 2 answers each (bench/lines.py): 28 of 30 differed from the greedy answer at
+# 1.0, 21 at 0.7, and 13 when shown the greedy answer as tried (it copied it); a fix came in
+# 4, 4 and 1 of the tasks (docs/evaluation.md, arm T).
+RETRY_TEMPERATURE = 1.0
 SAMPLE_ANSWERS = 2  # answers asked for, at most, per first edit sampled
 # The top suspects a second pointed sample goes to (warmer) before lower ones get their first:
 # on the 24 planted tasks of subset-2 and holdout-2 the bug's line ranked in the top 3 in 18,
@@ -138,7 +143,7 @@ class Agent:
     _start: float = field(default_factory=time.monotonic)
     _claims: int = 0
     _stuck: StuckDetector = field(default_factory=StuckDetector)
-    _repeating: bool = False
+    _warmer: float | None = None  # the next call's temperature; None: the configured one
     _only: Sequence[str] | None = None  # the tools the next reply may call; None: any
     _pins: Pins | None = None  # arguments the next reply's calls must carry (json_schema mode)
     _names: tuple[str, ...] = ()
@@ -219,22 +224,20 @@ class Agent:
         head, tried, samples = len(messages), set[str](), list[_Sample]()
         pointed: set[tuple[int, bool]] = set()  # (suspect, warm) of each pointed sample
         changed: set[str] = set()  # lines earlier samples changed
-        answered: dict[int, list[str]] = {}  # what earlier samples made of each suspect's line
         for n in range(self.edit_samples * SAMPLE_ANSWERS):
             if sum(s.undone for s in samples) >= self.edit_samples:
                 break  # enough edits tried; an answer the tools refused did not count
             self._check_budgets()
             focus, warm = _next_focus(self.suspects, pointed, changed) if n > 0 else (None, False)
-            self._only, self._repeating = self.first_tools, warm or (n > 0 and focus is None)
+            self._only = self.first_tools
+            if warm or (n > 0 and focus is None):
+                self._warmer = RETRY_TEMPERATURE if warm else REPEAT_TEMPERATURE
             if focus is not None:  # a different prompt: at temperature 0, a different answer
                 pointed.add((focus, warm))
                 suspect = self.suspects[focus]
                 self._only, self._pins = self._pin(suspect)
                 around = suspect.around + "\n" if suspect.around else ""
                 hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
-                if answered.get(focus):  # a retry: not the same answer again
-                    earlier = "\n".join(f"    {line}" for line in answered[focus])
-                    hint += prompts.FOCUS_TRIED.format(tried=earlier)
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where(), warm=warm)
             reply = self._ask(messages, specs)
@@ -242,9 +245,6 @@ class Agent:
                 calls = tuple(_at_line(c, self.suspects[focus]) for c in reply.tool_calls)
                 reply = replace(reply, tool_calls=calls)
             changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
-            for i, line in _answers(reply.tool_calls, self.suspects):
-                if line not in answered.setdefault(i, []):
-                    answered[i].append(line)
             key = _calls_key(reply.tool_calls)
             if reply.tool_calls and key not in tried:
                 tried.add(key)
@@ -318,7 +318,7 @@ class Agent:
             messages.append({"role": "assistant", "content": f"{head}... [cut off]"})
             tokens = reply.usage.completion_tokens or "the maximum number of"
             messages.append({"role": "user", "content": prompts.CUT_OFF.format(tokens=tokens)})
-            self._repeating = True  # the same prompt at temperature 0 runs away again
+            self._warmer = REPEAT_TEMPERATURE  # the same prompt at temperature 0 runs away again
             self._check_budgets()
             reply = self._ask_once(messages, specs)
         return reply
@@ -327,8 +327,7 @@ class Agent:
         started = time.monotonic()
         sent = compact(messages, max_chars=self.max_context_chars)
         # After a repeat, one warmer call: at temperature 0 a small model repeats itself forever.
-        warmer = REPEAT_TEMPERATURE if self._repeating else None
-        self._repeating = False
+        warmer, self._warmer = self._warmer, None
         while True:
             try:
                 reply = self.model.complete(
@@ -456,7 +455,7 @@ class Agent:
         if verdict == "stop":
             raise Stuck(f"the model repeated the same {call.name} call with the same result")
         if verdict == "nudge":
-            self._repeating = True
+            self._warmer = REPEAT_TEMPERATURE
             # A small model repeats a call even when told not to: the next reply may not call
             # that tool (where the endpoint's mode can enforce it).
             self._only = [name for name in self._names if name != call.name] or None
@@ -582,23 +581,6 @@ def _at_line(call: ToolCall, suspect: Suspect) -> ToolCall:
     if str(args.get("path", "")).removeprefix("./") != suspect.path:
         return call
     return replace(call, arguments={**args, "line": suspect.line})
-
-
-def _answers(calls: Sequence[ToolCall], suspects: Sequence[Suspect]) -> list[tuple[int, str]]:
-    """The suspects whose whole line a `replace` call rewrote, each with the line it wrote
-    (stripped): what a retry on that line is told was tried already."""
-    found = []
-    for call in calls:
-        args = call.arguments if isinstance(call.arguments, dict) else {}
-        old, new = str(args.get("old") or ""), str(args.get("new") or "")
-        if call.name != "replace" or "\n" in old.strip() or "\n" in new.strip():
-            continue
-        found += [
-            (i, new.strip() or "(the line removed)")
-            for i, s in enumerate(suspects)
-            if old.strip() and loosened(old) == loosened(s.text)
-        ]
-    return found
 
 
 def _changed_lines(call: ToolCall) -> set[str]:

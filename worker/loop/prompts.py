@@ -66,11 +66,6 @@ FOCUS = """\
 Look at line {where}: {text}
 {around}The failing tests run it. Replace that line with what it should be: if it is wrong, the \
 corrected line; if it is right, the same line."""
-FOCUS_TRIED = """
-
-Already tried for this line, and it did not fix the failing tests:
-{tried}
-Write a different line."""
 
 
 def task_message(
