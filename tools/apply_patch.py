@@ -116,22 +116,14 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         refused = _not_applied(files, originals, result.output)
         return replace(refused, text="\n".join([refused.text, *notes])) if notes else refused
     broken = _syntax_errors(files, originals, ctx)
-    if broken:
+    if broken or _changes_no_code(files, originals, ctx):
+        # Undone in the sandbox, then put back byte for byte by the host where it differs.
         ctx.box.run(f"{_GIT} -R {mode} {staged}", timeout_s=60)
-        repaired = _restore(originals)
-        return Observation(
-            ok=False,
-            text=f"patch rolled back, nothing was changed: it breaks Python syntax.\n{broken}",
-            data={"rolled_back": True, "syntax_error": broken, "restored_by_host": repaired},
-        )
-    if _changes_no_code(files, originals, ctx):
-        ctx.box.run(f"{_GIT} -R {mode} {staged}", timeout_s=60)
-        repaired = _restore(originals)
-        return Observation(
-            ok=False,
-            text=NO_CODE_CHANGE,
-            data={"rolled_back": True, "no_code_change": True, "restored_by_host": repaired},
-        )
+        undone: dict[str, Any] = {"rolled_back": True, "restored_by_host": _restore(originals)}
+        if broken:
+            text = f"patch rolled back, nothing was changed: it breaks Python syntax.\n{broken}"
+            return Observation(ok=False, text=text, data={**undone, "syntax_error": broken})
+        return Observation(ok=False, text=NO_CODE_CHANGE, data={**undone, "no_code_change": True})
     applied = _applied(files, mode, result.output)
     if notes:
         applied = replace(applied, text=applied.text + "\n" + "\n".join(notes))
