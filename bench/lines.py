@@ -31,7 +31,7 @@ from tools.registry import ToolRegistry, default_tools  # noqa: E402
 from worker.llm import bundled  # noqa: E402
 from worker.llm.client import OpenAIModel  # noqa: E402
 from worker.loop import prompts  # noqa: E402
-from worker.loop.suspects import AROUND, MAX_TEXT  # noqa: E402
+from worker.loop.suspects import MAX_TEXT, lines_around  # noqa: E402
 
 
 def bug(patch: str) -> tuple[str, int, str, str] | None:
@@ -70,15 +70,6 @@ def same_code(a: str, b: str) -> bool:
     return ta is not None and ta == tb
 
 
-def around(text: list[str], number: int) -> str:
-    first, last = max(1, number - AROUND), min(len(text), number + AROUND)
-    width = len(str(last))
-    return "\n".join(
-        f"{'>' if n == number else ' '}{n:>{width}}| {text[n - 1][:MAX_TEXT]}"
-        for n in range(first, last + 1)
-    )
-
-
 def first_prompt(trace: Path) -> tuple[str, str, list[str]]:
     for line in trace.read_text().splitlines():
         event = json.loads(line)
@@ -87,8 +78,8 @@ def first_prompt(trace: Path) -> tuple[str, str, list[str]]:
     raise ValueError(f"{trace}: no prompt event")
 
 
-# How a retry of the same line is asked: (prompt, temperature) from the first prompt, the
-# pointed hint and the greedy answer.
+# How a retry of the same line is asked: (prompt, temperature) from the first prompt with its
+# pointed hint last, the hint's fields and the greedy answer.
 VARIANTS = {
     "warm": "the same prompt at 0.7 (the retry of arm R)",
     "told": "the greedy answer shown as tried (prompts.FOCUS_TRIED), at 0.7",
@@ -106,18 +97,15 @@ Look at line {where}: {text}
 must do something different from what it does now."""
 
 
-def retry(name: str, base: list[dict[str, Any]], hint: str, greedy: str):
+def retry(name: str, base: list[dict[str, Any]], focus: dict[str, str], greedy: str):
     if name == "warm":
         return base, 0.7
     if name == "hot":
         return base, 1.0
     if name == "told":
         note = FOCUS_TRIED.format(tried=f"    {greedy.strip()}")
-        return [*base[:-1], {"role": "user", "content": hint + note}], 0.7
-    where, rest = hint.removeprefix("Look at line ").split(": ", 1)
-    text, _, tail = rest.partition("\n")
-    around = tail.split("The failing tests run it.")[0]
-    wrong = FOCUS_WRONG.format(where=where, text=text, around=around)
+        return [*base[:-1], {"role": "user", "content": base[-1]["content"] + note}], 0.7
+    wrong = FOCUS_WRONG.format(**focus)
     return [*base[:-1], {"role": "user", "content": wrong}], 0.7
 
 
@@ -169,9 +157,12 @@ def main() -> int:
             system, task_text, names = first_prompt(trace)
             specs = [s for s in registry.specs() if s.name in names]
             text = (cache / task["repo"] / path).read_text().splitlines()
-            hint = prompts.FOCUS.format(
-                where=f"{path}:{number}", text=old.strip(), around=around(text, number) + "\n"
-            )
+            focus = {
+                "where": f"{path}:{number}",
+                "text": old.strip(),
+                "around": lines_around(text, number) + "\n",
+            }
+            hint = prompts.FOCUS.format(**focus)
             base = [
                 {"role": "system", "content": system},
                 {"role": "user", "content": task_text},
@@ -182,7 +173,7 @@ def main() -> int:
             row: dict[str, Any] = {"id": tid, "fixed": fixed.strip(), "greedy": greedy}
             hits = {"greedy": greedy is not None and same_code(greedy, fixed)}
             for name in args.variant:
-                prompt, temperature = retry(name, base, hint, greedy or "")
+                prompt, temperature = retry(name, base, focus, greedy or "")
                 answers = [ask(model, prompt, specs, pin, temperature) for _ in range(args.k)]
                 row[name] = answers
                 hits[name] = any(a is not None and same_code(a, fixed) for a in answers)

@@ -96,7 +96,7 @@ def rank(
             found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
     found.sort(key=lambda s: (-s.score, _kind(s.text), s.ep, -s.ef, s.path, s.line))
     # The lines around, for the suspects kept only (a traced run can reach thousands of lines).
-    return [replace(s, around=_around(texts[s.path], s.line)) for s in found[:limit]]
+    return [replace(s, around=lines_around(texts[s.path], s.line)) for s in found[:limit]]
 
 
 def _kind(text: str) -> int:
@@ -118,7 +118,9 @@ def render(suspects: Sequence[Suspect], *, failed: int, limit: int = MAX_SHOWN) 
     return "\n".join(rows)
 
 
-def _around(text: list[str], number: int) -> str:
+def lines_around(text: list[str], number: int) -> str:
+    """Line `number` of `text` with AROUND lines each side, numbered, the line marked `>`: what
+    a pointed sample shows of its line (bench/lines.py builds the same prompt)."""
     first, last = max(1, number - AROUND), min(len(text), number + AROUND)
     return numbered(text, range(first, last + 1), mark=number, text=lambda s: s[:MAX_TEXT])
 
