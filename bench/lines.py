@@ -11,7 +11,8 @@ reference line (a proxy: a different correct line counts as a miss).
 
 The greedy answer (temperature 0) first, then K answers of each retry variant (VARIANTS): per
 task, whether any answer was a fix; at the end, the totals and, per variant, how many of its
-answers differ from the greedy one (`NAME_new`).
+answers differ from the greedy one (`NAME_new`), and how many tasks each variant fixed within
+its first 1, 2, ... K answers.
 """
 
 from __future__ import annotations
@@ -176,7 +177,9 @@ def main() -> int:
                 prompt, temperature = retry(name, base, focus, greedy or "")
                 answers = [ask(model, prompt, specs, pin, temperature) for _ in range(args.k)]
                 row[name] = answers
-                hits[name] = any(a is not None and same_code(a, fixed) for a in answers)
+                good = [i for i, a in enumerate(answers) if a is not None and same_code(a, fixed)]
+                hits[name] = bool(good)
+                row[f"{name}_first"] = good[0] + 1 if good else None  # the answer that first fixed
                 others = {(a or "").strip() for a in answers} - {(greedy or "").strip()}
                 totals.setdefault(f"{name}_new", 0)
                 totals[f"{name}_new"] += len(others)
@@ -191,6 +194,10 @@ def main() -> int:
             )
             rows.append({**row, "hits": hits})
     print(json.dumps(totals))
+    for name in args.variant:  # tasks fixed within the first k answers of each variant
+        firsts = [r[f"{name}_first"] for r in rows if r.get(f"{name}_first")]
+        curve = [sum(f <= k for f in firsts) for k in range(1, args.k + 1)]
+        print(f"{name}: tasks fixed within 1..{args.k} answers: {curve}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -457,7 +457,7 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
     assert all(r["messages"][: len(first)] == first for r in model.requests)
 
 
-def test_top_suspects_get_a_second_warmer_sample_then_the_plain_prompt_warms_up(tmp_path):
+def test_top_suspects_get_warmer_retries_the_likelier_more_then_the_plain_prompt_warms(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     edit = ToolCall(id="r1", name="replace", raw_arguments="",
                     arguments={"path": "calc.py", "old": "    return sum(v)/(len(v) - 1)",
@@ -465,7 +465,7 @@ def test_top_suspects_get_a_second_warmer_sample_then_the_plain_prompt_warms_up(
     first = ModelReply(content=None, tool_calls=(edit,), usage=Usage(prompt_tokens=50),
                        finish_reason="tool_calls", mode="native")  # fmt: skip
     wrong = [call("write_file", path="calc.py", content=WRONG.replace("1.0", str(n)))
-             for n in (3, 4, 5)]  # fmt: skip
+             for n in range(3, 9)]  # fmt: skip
     model = ScriptedModel([first, *wrong, call("write_file", path="calc.py", content=FIXED)])
     other = WRONG.replace("1.0 * ", "2 * ")
 
@@ -477,19 +477,20 @@ def test_top_suspects_get_a_second_warmer_sample_then_the_plain_prompt_warms_up(
 
     env.call_tool = tool  # type: ignore[method-assign]
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 5
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 8
     agent.suspects = SUSPECTS
     assert start(agent, env).fixed
     # The greedy edit changed line 2 (spaced its own way), so the first pointed sample goes to
-    # line 1; then each top suspect once more, warmer, line 2 included; with none left, the
-    # plain prompt, warmer.
-    hints = [r["messages"][-1]["content"] for r in model.requests[1:4]]
-    assert [h.split(":")[1] for h in hints] == ["1", "2", "1"]
+    # line 1; then the warmer retries, line 2 included, the first-ranked line (2) more often
+    # than the second (HOT_RETRIES, the retries of a third suspect left out); with none left,
+    # the plain prompt, warmer.
+    hints = [r["messages"][-1]["content"] for r in model.requests[1:7]]
+    assert [h.split(":")[1] for h in hints] == ["1", "2", "1", "2", "2", "1"]
     assert all(h.startswith("Look at line calc.py:") for h in hints)
-    assert model.requests[4]["messages"] == model.requests[0]["messages"]
+    assert model.requests[7]["messages"] == model.requests[0]["messages"]
     # A top suspect's retry is its first prompt again, hotter (RETRY_TEMPERATURE).
-    assert [r["temperature"] for r in model.requests] == [None, None, 1.0, 1.0, 0.7]
-    assert hints[2] == hints[0]
+    assert [r["temperature"] for r in model.requests] == [None, None] + [1.0] * 5 + [0.7]
+    assert hints[2] == hints[0] and hints[1] == hints[3] == hints[4]
 
 
 def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path):

@@ -38,6 +38,10 @@ LOCATE_TIMEOUT_S = 120.0  # the traced run of the failing tests' files, at most
 LOCAL_FAILURES_SHOWN = 3  # in the bundled model's first message: its prompt is every answer's
 LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
 REMOTE_CONTEXT_CHARS = 60_000
+# First edits the bundled model is sampled for (each tried on the original tree): the greedy
+# one, one per top suspect line, then the warmer retries of those lines (worker/loop/agent.py
+# HOT_RETRIES). An answer refused or repeated does not count (at most 2 answers per sample).
+LOCAL_EDIT_SAMPLES = 8
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
 LOOP_MODULES = (
@@ -265,7 +269,7 @@ class FixRun:
             undo_worse_edits=req.endpoint.local
             if config.undo_worse_edits is None
             else config.undo_worse_edits,
-            edit_samples=(4 if req.endpoint.local else 1)
+            edit_samples=(LOCAL_EDIT_SAMPLES if req.endpoint.local else 1)
             if config.edit_samples is None
             else config.edit_samples,
             verify_ahead=not req.endpoint.local
