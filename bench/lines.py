@@ -79,6 +79,7 @@ def first_prompt(trace: Path) -> tuple[str, str, list[str]]:
     raise ValueError(f"{trace}: no prompt event")
 
 
+CANDIDATES = 4  # lines asked for in one answer by the list variants
 # How a retry of the same line is asked: (prompt, temperature) from the first prompt with its
 # pointed hint last, the hint's fields and the greedy answer.
 VARIANTS = {
@@ -86,7 +87,13 @@ VARIANTS = {
     "told": "the greedy answer shown as tried (prompts.FOCUS_TRIED), at 0.7",
     "wrong": "the line said to be wrong, the greedy answer not shown (FOCUS_WRONG), at 0.7",
     "hot": "the same prompt at 1.0",
+    "list0": f"one answer at 0 whose `new` is a list of {CANDIDATES} candidate lines (FOCUS_LIST)",
+    "listhot": f"answers at 1.0 whose `new` is a list of {CANDIDATES} candidate lines",
 }
+FOCUS_LIST = """
+
+Write {n} candidates for what this line should be, each different from the others, the \
+likeliest first: `new` is a JSON list of {n} lines."""
 FOCUS_TRIED = """
 
 Already tried for this line, and it did not fix the failing tests:
@@ -101,13 +108,33 @@ must do something different from what it does now."""
 def retry(name: str, base: list[dict[str, Any]], focus: dict[str, str], greedy: str):
     if name == "warm":
         return base, 0.7
-    if name == "hot":
+    if name in ("hot", "listhot"):
         return base, 1.0
     if name == "told":
         note = FOCUS_TRIED.format(tried=f"    {greedy.strip()}")
         return [*base[:-1], {"role": "user", "content": base[-1]["content"] + note}], 0.7
     wrong = FOCUS_WRONG.format(**focus)
     return [*base[:-1], {"role": "user", "content": wrong}], 0.7
+
+
+def ask_list(
+    model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature
+) -> list[str]:
+    """One answer whose `new` is a list of CANDIDATES lines (the schema says so); its lines."""
+    note = FOCUS_LIST.format(n=CANDIDATES)
+    asked = [*messages[:-1], {"role": "user", "content": messages[-1]["content"] + note}]
+    body = model._request(asked, specs, "json_schema", temperature, ("replace",), {"replace": pin})
+    for branch in body["response_format"]["json_schema"]["schema"]["oneOf"]:
+        props = branch["properties"]["arguments"].get("properties", {})
+        if "new" in props:
+            many = {"type": "array", "items": {"type": "string"}}
+            props["new"] = {**many, "minItems": CANDIDATES, "maxItems": CANDIDATES}
+    completion, _ = model._send(body, None)
+    try:
+        new = json.loads(completion.choices[0].message.content or "")["arguments"]["new"]
+    except (ValueError, KeyError, TypeError):
+        return []
+    return [str(line) for line in new] if isinstance(new, list) else [str(new)]
 
 
 def ask(model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature) -> str | None:
@@ -174,8 +201,15 @@ def main() -> int:
             row: dict[str, Any] = {"id": tid, "fixed": fixed.strip(), "greedy": greedy}
             hits = {"greedy": greedy is not None and same_code(greedy, fixed)}
             for name in args.variant:
-                prompt, temperature = retry(name, base, focus, greedy or "")
-                answers = [ask(model, prompt, specs, pin, temperature) for _ in range(args.k)]
+                if name.startswith("list"):
+                    times = 1 if name == "list0" else args.k
+                    heat = 0.0 if name == "list0" else 1.0
+                    answers = [
+                        a for _ in range(times) for a in ask_list(model, base, specs, pin, heat)
+                    ]
+                else:
+                    prompt, temperature = retry(name, base, focus, greedy or "")
+                    answers = [ask(model, prompt, specs, pin, temperature) for _ in range(args.k)]
                 row[name] = answers
                 good = [i for i, a in enumerate(answers) if a is not None and same_code(a, fixed)]
                 hits[name] = bool(good)
@@ -194,10 +228,11 @@ def main() -> int:
             )
             rows.append({**row, "hits": hits})
     print(json.dumps(totals))
-    for name in args.variant:  # tasks fixed within the first k answers of each variant
+    for name in args.variant:  # tasks fixed within the first k answers (lines) of each variant
         firsts = [r[f"{name}_first"] for r in rows if r.get(f"{name}_first")]
-        curve = [sum(f <= k for f in firsts) for k in range(1, args.k + 1)]
-        print(f"{name}: tasks fixed within 1..{args.k} answers: {curve}")
+        most = max((len(r[name]) for r in rows), default=0)  # a list variant's lines
+        curve = [sum(f <= k for f in firsts) for k in range(1, most + 1)]
+        print(f"{name}: tasks fixed within 1..{most} answers: {curve}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

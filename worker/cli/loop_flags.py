@@ -45,7 +45,7 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="with --first-edit, first edits tried on the original tree until one fixes "
-        "(default: 8 for the bundled model, else 1)",
+        "(default: 5 for the bundled model, else 1)",
     )
     p.add_argument(
         "--verify-ahead",
