@@ -108,7 +108,7 @@ must do something different from what it does now."""
 def retry(name: str, base: list[dict[str, Any]], focus: dict[str, str], greedy: str):
     if name == "warm":
         return base, 0.7
-    if name in ("hot", "listhot"):
+    if name == "hot":
         return base, 1.0
     if name == "told":
         note = FOCUS_TRIED.format(tried=f"    {greedy.strip()}")
