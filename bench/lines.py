@@ -80,6 +80,8 @@ def first_prompt(trace: Path) -> tuple[str, str, list[str]]:
 
 
 CANDIDATES = 4  # lines asked for in one answer by the list variants
+WHY_CHARS = 200  # the most a `why` may hold
+MAX_ERROR = 300  # characters of the failing test's error repeated by the err variants
 # How a retry of the same line is asked: (prompt, temperature) from the first prompt with its
 # pointed hint last, the hint's fields and the greedy answer.
 VARIANTS = {
@@ -89,11 +91,21 @@ VARIANTS = {
     "hot": "the same prompt at 1.0",
     "list0": f"one answer at 0 whose `new` is a list of {CANDIDATES} candidate lines (FOCUS_LIST)",
     "listhot": f"answers at 1.0 whose `new` is a list of {CANDIDATES} candidate lines",
+    "why0": "one answer at 0 that says first, in `why`, what is wrong with the line (FOCUS_WHY)",
+    "whyhot": "answers at 1.0 that say first, in `why`, what is wrong with the line",
+    "err0": "one answer at 0, the failing test's error repeated under the line (FOCUS_ERROR)",
+    "errhot": "answers at 1.0, the failing test's error repeated under the line",
 }
 FOCUS_LIST = """
 
 Write {n} candidates for what this line should be, each different from the others, the \
 likeliest first: `new` is a JSON list of {n} lines."""
+FOCUS_WHY = """
+
+First write in `why` one short sentence: what this line does wrong. Then write the corrected \
+line in `new`."""
+FOCUS_ERROR = """
+The failing test says: {error}"""
 FOCUS_TRIED = """
 
 Already tried for this line, and it did not fix the failing tests:
@@ -135,6 +147,35 @@ def ask_list(
     except (ValueError, KeyError, TypeError):
         return []
     return [str(line) for line in new] if isinstance(new, list) else [str(new)]
+
+
+def ask_why(
+    model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature
+) -> tuple[str | None, str]:
+    """One answer whose arguments start with a required `why` (the schema says so): its `new`
+    and its `why`."""
+    asked = [*messages[:-1], {"role": "user", "content": messages[-1]["content"] + FOCUS_WHY}]
+    body = model._request(asked, specs, "json_schema", temperature, ("replace",), {"replace": pin})
+    for branch in body["response_format"]["json_schema"]["schema"]["oneOf"]:
+        arguments = branch["properties"]["arguments"]
+        if "new" in arguments.get("properties", {}):
+            why = {"type": "string", "maxLength": WHY_CHARS}
+            arguments["properties"] = {"why": why, **arguments["properties"]}
+            arguments["required"] = ["why", *arguments.get("required", [])]
+    completion, _ = model._send(body, None)
+    try:
+        answer = json.loads(completion.choices[0].message.content or "")["arguments"]
+        return str(answer["new"]), str(answer.get("why", ""))
+    except (ValueError, KeyError, TypeError):
+        return None, ""
+
+
+def error_of(task_text: str) -> str:
+    """The first failure's one-line error, as the first message shows it."""
+    for line in task_text.splitlines():
+        if line.startswith("FAILURE ") and ": " in line:
+            return line.split(": ", 1)[1][:MAX_ERROR]
+    return ""
 
 
 def ask(model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature) -> str | None:
@@ -201,7 +242,17 @@ def main() -> int:
             row: dict[str, Any] = {"id": tid, "fixed": fixed.strip(), "greedy": greedy}
             hits = {"greedy": greedy is not None and same_code(greedy, fixed)}
             for name in args.variant:
-                if name.startswith("list"):
+                heat = 0.0 if name.endswith("0") else 1.0
+                times = 1 if name.endswith("0") else args.k
+                if name.startswith("why"):
+                    pairs = [ask_why(model, base, specs, pin, heat) for _ in range(times)]
+                    answers = [a for a, _ in pairs]
+                    row[f"{name}_why"] = [w for _, w in pairs]
+                elif name.startswith("err"):
+                    note = FOCUS_ERROR.format(error=error_of(task_text))
+                    told = [*base[:-1], {"role": "user", "content": base[-1]["content"] + note}]
+                    answers = [ask(model, told, specs, pin, heat) for _ in range(times)]
+                elif name.startswith("list"):
                     times = 1 if name == "list0" else args.k
                     heat = 0.0 if name == "list0" else 1.0
                     answers = [

@@ -112,6 +112,7 @@ def config_schema() -> dict[str, Any]:
             "verify_ahead": {"type": "boolean"},
             "locate": {"type": "boolean"},
             "converse": {"type": "boolean"},
+            "second_choices": {"type": "integer", "minimum": 0, "maximum": 16},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -159,7 +160,7 @@ class WorkerConfig:
     first_edit: bool | None = None
     # An edit after which more tests fail is undone; None: for the bundled model only.
     undo_worse_edits: bool | None = None
-    # First edits tried on the original tree when the first reply must be an edit; None: 4 for
+    # First edits tried on the original tree when the first reply must be an edit; None: 5 for
     # the bundled model (its prompt cache makes each one cost its answer alone), 1 otherwise.
     edit_samples: int | None = None
     # After each edit, the clean re-run of the patch starts beside the working copy's run; None:
@@ -171,6 +172,10 @@ class WorkerConfig:
     # After first-edit samples none of which fixed, the run goes on as a conversation; None: not
     # for the bundled model (in six measured arms its conversation never fixed a task).
     converse: bool | None = None
+    # After a cold sample pointed at a line, this many edits the model nearly wrote (one token
+    # swapped for its runner-up, from the answer's logprobs) are tried by the tests alone;
+    # None: for the bundled model only (json_schema mode).
+    second_choices: int | None = None
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -319,6 +324,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         verify_ahead=merged.get("verify_ahead"),
         locate=merged.get("locate"),
         converse=merged.get("converse"),
+        second_choices=merged.get("second_choices"),
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

@@ -5,7 +5,9 @@ decides them; the real-part tests of the same behaviour are in test_fix_cli.py."
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -17,7 +19,15 @@ from sandbox.testrun import TestRun
 from sandbox.verdict import TOKEN_PROPERTY
 from tools.base import Observation
 from tools.spec import ToolSpec
-from worker.llm.types import CallOutOfTime, ContextTooLong, ModelReply, Pins, ToolCall, Usage
+from worker.llm.types import (
+    CallOutOfTime,
+    ContextTooLong,
+    ModelReply,
+    Pins,
+    SecondChoice,
+    ToolCall,
+    Usage,
+)
 from worker.loop import prompts
 from worker.loop.agent import Agent, BudgetExhausted, GaveUp, SamplesSpent, Stuck
 from worker.loop.history import COLLAPSED, history_chars
@@ -62,6 +72,7 @@ class ScriptedModel:
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
         pins: Pins | None = None,
+        second_choices: bool = False,
     ) -> ModelReply:
         self.requests.append(
             {
@@ -70,6 +81,7 @@ class ScriptedModel:
                 "timeout_s": timeout_s,
                 "only": only,
                 "pins": pins,
+                "second_choices": second_choices,
                 "tools": [tool.name for tool in tools],
             }
         )
@@ -553,6 +565,43 @@ def test_a_pointed_sample_is_a_replace_of_the_pointed_line_that_the_model_only_c
     # A line cut short could not be matched in the file: that sample is pointed, not pinned.
     assert cut["pins"] is None and cut["only"] == ["replace", "write_file"]
     assert cut["messages"][-1]["content"].startswith("Look at line calc.py:1:")
+
+
+def nearly(reply: ModelReply, *edits: tuple[str, dict[str, Any]]) -> ModelReply:
+    """`reply` with second choices: (tool, arguments) each, likeliest first."""
+    seconds = tuple(
+        SecondChoice(call=ToolCall(id="n", name=name, arguments=args, raw_arguments=""),
+                     probability=0.5 / (i + 1), was=" -", token=" +")
+        for i, (name, args) in enumerate(edits)
+    )  # fmt: skip
+    return replace(reply, second_choices=seconds)
+
+
+def test_a_cold_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    wrong2 = WRONG.replace("1.0", "2.0")
+    unparsable = {"path": "calc.py", "old": SUSPECTS[0].text, "new": "return sum(v) / (len(v)"}
+    model = ScriptedModel([
+        call("write_file", path="calc.py", content=WRONG),
+        nearly(call("write_file", path="calc.py", content=WRONG),
+               ("replace", unparsable),  # cannot be Python: never run
+               ("write_file", {"path": "calc.py", "content": wrong2})),
+        call("write_file", path="calc.py", content=FIXED),
+    ])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 3
+    agent.suspects, agent.second_choices = SUSPECTS, 3
+    with agent.trace:
+        result = start(agent, env)
+    assert result.fixed and env.files["calc.py"] == FIXED
+    # Asked for with the cold pinned sample only; the one that parses was run by the tests
+    # alone (no model call) and, not being a model answer, left the third sample its turn.
+    assert [r["second_choices"] for r in model.requests] == [False, True, True]
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").open()]
+    seconds = [e for e in events if e["type"] == "second_choice"]
+    assert len(seconds) == 1 and seconds[0]["sample"] == 2 and seconds[0]["token"] == " +"
+    undone = [e for e in events if e["type"] == "sample_undone"]
+    assert [e["second"] for e in undone] == [False, True]  # WRONG twice is one try
 
 
 def test_without_converse_the_run_ends_when_no_sample_fixed(tmp_path):

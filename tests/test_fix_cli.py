@@ -721,6 +721,36 @@ def test_a_pointed_sample_is_a_replace_of_the_suspect_line_pinned_in_the_schema(
     assert "+    return sum(values) / len(values)" in (tmp_path / "out" / "fix.patch").read_text()
 
 
+def test_an_edit_the_model_nearly_wrote_is_tried_by_the_tests_and_kept(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    greedy = {"path": "calc.py", "old": "no such line", "new": "x"}
+    old = "return sum(values) / (len(values) - 1)"
+    # The pointed answer keeps the bug; at its least sure token the runner-up drops the `- 1`.
+    head = json.dumps({"tool": "replace", "arguments": {"path": "calc.py", "old": old, "line": 2}})
+    head = head[:-2] + ', "new": "return sum(values) / (len(values)'
+    tokens = [(head, []), (" - 1)", [(" - 1)", -0.4), (")", -1.3)]), ('"}}', [])]
+    logprobs = {
+        "content": [{"token": t, "logprob": -0.1, "top_logprobs": [
+            {"token": o, "logprob": lp} for o, lp in others]} for t, others in tokens]
+    }  # fmt: skip
+    answer = text("".join(t for t, _ in tokens), logprobs=logprobs)
+    script = [text(json.dumps({"tool": "replace", "arguments": greedy})), answer]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(
+            repo, tmp_path / "out", "--tool-mode", "json_schema", "--first-edit", "--locate",
+            "--edit-samples", "2", "--second-choices", "2", "--json", base_url=server.base_url,
+        )  # fmt: skip
+        server.assert_all_used()  # two answers: the second choice cost no model call
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "fixed"  # verified on a clean copy, as ever
+    greedy_request, pointed = server.requests
+    assert pointed.get("logprobs") is True and "logprobs" not in greedy_request
+    assert "+    return sum(values) / (len(values))" in (tmp_path / "out" / "fix.patch").read_text()
+    events = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
+    (second,) = [e for e in events if e["type"] == "second_choice"]
+    assert (second["was"], second["token"]) == (" - 1)", ")")
+
+
 def test_without_locate_a_hosted_model_gets_no_suspect_lines(make_repo, tmp_path):
     repo = make_repo(BUGGY)
     good = {"path": "calc.py", "old": "(len(values) - 1)", "new": "len(values)"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import time
 from itertools import count
@@ -157,6 +158,51 @@ def test_json_schema_mode_pins_arguments_so_the_model_writes_only_the_others() -
         jsonschema.validate({"tool": "read_file", "arguments": {"path": "a.py"}}, schema)
     assert READ.parameters["properties"]["path"] == {"type": "string"}  # the spec is unchanged
     assert sent["messages"][0]["content"].count('"type": "string"') >= 2  # the prompt too
+
+
+def logprobs(*tokens: tuple[str, list[tuple[str, float]]]) -> dict[str, Any]:
+    """A choice's `logprobs` as llama.cpp and OpenAI send them: each token and its runner-ups."""
+    content = []
+    for token, others in tokens:
+        top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in others]
+        content.append({"token": token, "logprob": -0.1, "bytes": list(token.encode()),
+                        "top_logprobs": top})  # fmt: skip
+    return {"content": content}
+
+
+def test_second_choices_are_the_answer_with_a_runner_up_token_that_still_fits() -> None:
+    replace_spec = ToolSpec(
+        name="replace",
+        description="Replace text.",
+        parameters={
+            "type": "object",
+            "properties": {k: {"type": "string"} for k in ("path", "old", "new")},
+            "required": ["path", "old", "new"],
+        },
+    )
+    tokens = logprobs(
+        ('```json\n{"tool": "replace", "arguments": {"path": "a.py", "old": "x', []),
+        (" -", [(" -", -0.2), (" +", -1.9)]),  # in `old`, which is pinned: not a choice
+        (' y", "new": "x', []),
+        (" -", [(" -", -0.5), (" +", -1.2), (" *", -2.5), ('"', -3.0)]),  # '"': not JSON
+        (' y"}}\n```', [(' y"}}\n```', -0.1), (" y}", -2.0)]),  # not JSON: not a choice
+    )
+    answer = "".join(t["token"] for t in tokens["content"])
+    pins = {"replace": {"path": "a.py", "old": "x - y"}}
+    with ScriptedServer(script=[text(answer, logprobs=tokens)]) as server:
+        with model(server, "json_schema") as client:
+            reply = client.complete(
+                MESSAGES, [replace_spec], only=["replace"], pins=pins, second_choices=True
+            )
+    sent = server.requests[0]
+    assert sent["logprobs"] is True and sent["top_logprobs"] >= 5
+    assert reply.tool_calls[0].arguments == {"path": "a.py", "old": "x - y", "new": "x - y"}
+    seconds = [(c.call.arguments, c.token) for c in reply.second_choices]
+    assert seconds == [
+        ({"path": "a.py", "old": "x - y", "new": "x + y"}, " +"),  # the likelier first
+        ({"path": "a.py", "old": "x - y", "new": "x * y"}, " *"),
+    ]
+    assert abs(reply.second_choices[0].probability - math.exp(-1.2)) < 1e-9
 
 
 def test_text_mode_parses_tool_call_block_and_fenced_json() -> None:

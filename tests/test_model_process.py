@@ -64,6 +64,20 @@ def test_the_json_schema_mode_and_its_held_tools_cross_the_pipe():
     assert branch["properties"]["arguments"]["properties"]["path"] == {"const": "b.py"}
 
 
+def test_second_choices_cross_the_pipe():
+    tokens = [('{"tool": "read_file", "arguments": {"path": "b', []),
+              ('.py"}}', [{"token": '.pyi"}}', "logprob": -1.5}])]  # fmt: skip
+    logprobs = {"content": [{"token": t, "logprob": 0.0, "top_logprobs": o} for t, o in tokens]}
+    script = [text("".join(t for t, _ in tokens), logprobs=logprobs)]
+    with ScriptedServer(script=script) as server:
+        with connected(server, tool_mode="json_schema") as client:
+            reply = client.complete(MESSAGES, [READ], only=["read_file"], second_choices=True)
+    assert reply.tool_calls[0].arguments == {"path": "b.py"}
+    (second,) = reply.second_choices  # what the model nearly wrote, rebuilt on this side
+    assert second.call.arguments == {"path": "b.pyi"} and second.token == '.pyi"}}'
+    assert server.requests[0]["logprobs"] is True
+
+
 @pytest.mark.parametrize(
     ("entry", "error"),
     [

@@ -170,6 +170,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "verify_ahead": args.verify_ahead,
             "locate": args.locate,
             "converse": args.converse,
+            "second_choices": args.second_choices,
         },
     )
     endpoint = choose_endpoint(args, config)

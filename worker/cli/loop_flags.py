@@ -15,6 +15,7 @@ LOOP_FLAGS: tuple[str, ...] = (
     "--verify-ahead",
     "--locate",
     "--converse",
+    "--second-choices",
 )
 
 
@@ -67,4 +68,13 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="when no sampled first edit fixed, go on as a conversation until a budget ends "
         "the run (default: not for the bundled model)",
+    )
+    p.add_argument(
+        "--second-choices",
+        type=int,
+        default=None,
+        metavar="N",
+        help="after a cold sample pointed at a line, try N edits the model nearly wrote (one "
+        "token swapped for its runner-up) with the tests alone, no model call (json_schema "
+        "mode; default: 5 for the bundled model, else 0)",
     )

@@ -29,6 +29,7 @@ from worker.llm.types import (
     ModelRefused,
     ModelReply,
     Pins,
+    SecondChoice,
     ToolCall,
     ToolSpec,
     Usage,
@@ -37,6 +38,7 @@ from worker.llm.types import (
 )
 from worker.llm.wire_text import (
     FINAL_ANSWER,
+    TokenChoices,
     action_response_format,
     parse_action,
     parse_text_tool_calls,
@@ -44,6 +46,7 @@ from worker.llm.wire_text import (
     tool_prompt,
     with_system_addition,
 )
+from worker.llm.wire_text import second_choices as wire_second_choices
 
 __all__ = [
     "FINAL_ANSWER",
@@ -69,6 +72,7 @@ WireMode = Literal["native", "json_schema", "text"]
 NO_KEY = "sk-no-key"  # local servers ignore the key, but the SDK insists on one
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _AUTO_SWITCH_AFTER = 2  # replies showing the need before auto mode changes wire mode
+TOP_LOGPROBS = 10  # runner-up tokens asked for at each place of an answer, for second choices
 # How llama.cpp, OpenAI, vLLM and Anthropic-style proxies word "the request is too long".
 _CONTEXT_WORDS = (
     "context_length_exceeded",
@@ -190,6 +194,7 @@ class OpenAIModel:
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
         pins: Pins | None = None,
+        second_choices: bool = False,
     ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
 
@@ -198,6 +203,8 @@ class OpenAIModel:
         reply's schema holds only those (the prompt still describes every tool, so a server's
         prompt cache still holds); native and text modes cannot enforce it and ignore it.
         `pins` fixes arguments of those tools the same way (json_schema mode only).
+        `second_choices` asks for the answer's token log-probabilities and returns the calls
+        that the runner-up tokens spell (json_schema mode only; see wire_text.second_choices).
         `timeout_s` bounds the whole call, retries included: when it runs out
         the call raises CallOutOfTime. A request too long for the model's window raises
         ContextTooLong (never retried, never a reason to switch mode).
@@ -210,7 +217,9 @@ class OpenAIModel:
         stop_at = None if timeout_s is None else time.monotonic() + timeout_s
         mode = self._mode
         try:
-            reply = self._call(messages, tools, mode, temperature, stop_at, only, pins)
+            reply = self._call(
+                messages, tools, mode, temperature, stop_at, only, pins, second_choices
+            )
         except ModelBadRequest as exc:
             if isinstance(exc, ContextTooLong):
                 raise
@@ -269,8 +278,12 @@ class OpenAIModel:
         stop_at: float | None = None,
         only: Sequence[str] | None = None,
         pins: Pins | None = None,
+        seconds: bool = False,
     ) -> ModelReply:
         body = self._request(messages, tools, mode, temperature, only, pins)
+        seconds = seconds and mode == "json_schema" and bool(tools)
+        if seconds:
+            body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         completion, attempts = self._send(body, stop_at)
         if not getattr(completion, "choices", None):
             raise ModelUnavailable(f"model endpoint {self.base_url} returned no choices")
@@ -285,6 +298,9 @@ class OpenAIModel:
             content, calls = parse_action(content or "", self._new_id)
         elif tools:
             content, calls = parse_text_tool_calls(content or "", self._new_id)
+        nearly: tuple[SecondChoice, ...] = ()
+        if seconds and len(calls) == 1:
+            nearly = wire_second_choices(_token_choices(choice), calls[0], pins)
         return ModelReply(
             content=content,
             tool_calls=calls,
@@ -296,6 +312,7 @@ class OpenAIModel:
             mode=mode,
             request_bytes=len(json.dumps(body).encode()),
             attempts=attempts,
+            second_choices=nearly,
         )
 
     def _native_call(self, call: Any) -> ToolCall:
@@ -379,3 +396,20 @@ class OpenAIModel:
                 f"model endpoint {self.base_url} answered something that is not a chat "
                 f"completion: {bytes(data[:200])!r}"
             ) from exc
+
+
+def _token_choices(choice: Any) -> list[TokenChoices]:
+    """The answer's tokens and their runner-ups from a choice's `logprobs` (objects or plain
+    dicts, as the endpoint sent them); empty when it sent none."""
+
+    def get(thing: Any, name: str) -> Any:
+        return thing.get(name) if isinstance(thing, dict) else getattr(thing, name, None)
+
+    tokens: list[TokenChoices] = []
+    for item in get(get(choice, "logprobs") or {}, "content") or ():
+        others = [
+            (str(get(o, "token")), float(get(o, "logprob")))
+            for o in get(item, "top_logprobs") or ()
+        ]
+        tokens.append((str(get(item, "token")), others))
+    return tokens

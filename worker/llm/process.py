@@ -107,6 +107,7 @@ class ModelProcess:
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
         pins: Pins | None = None,
+        second_choices: bool = False,
     ) -> ModelReply:
         """One model call in the child; its errors are raised here as the client raised them."""
         self._send(
@@ -118,6 +119,7 @@ class ModelProcess:
                 "timeout_s": timeout_s,
                 "only": list(only) if only is not None else None,
                 "pins": plain_pins(pins),
+                "second_choices": second_choices,
             }
         )
         wait = None if timeout_s is None else timeout_s + ANSWER_GRACE_S

@@ -9,7 +9,8 @@ A script is a list of entries, consumed one per POST /v1/chat/completions, in ar
 - `{"delay": 2.0, ...}`: wait before answering (alone, it answers an empty text reply);
 - `{"trickle": 2.0, ...}`: send the headers at once, then a space every 0.1 s for that long
   before the answer itself (JSON allows leading blanks), as a slow proxy might;
-- any entry may add `usage` ({"prompt_tokens", "completion_tokens"}), `finish_reason`, `headers`;
+- any entry may add `usage` ({"prompt_tokens", "completion_tokens"}), `finish_reason`, `headers`,
+  `logprobs` (the choice's, as sent: {"content": [{"token", "logprob", "top_logprobs"}, ...]});
 - a callable taking the request body and returning one of the above.
 
 A request past the end of the script is answered HTTP 500 "script exhausted" and counted in
@@ -45,6 +46,7 @@ _KEYS = frozenset(
         "usage",
         "finish_reason",
         "headers",
+        "logprobs",
     }
 )
 _TRICKLE_EVERY = 0.1
@@ -271,7 +273,7 @@ def _completion(
         "index": 0,
         "message": message,
         "finish_reason": entry.get("finish_reason") or ("tool_calls" if calls else "stop"),
-        "logprobs": None,
+        "logprobs": entry.get("logprobs"),
     }
     return {
         "id": f"chatcmpl-scripted-{number}",

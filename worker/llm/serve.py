@@ -45,6 +45,7 @@ def main() -> None:
                     timeout_s=request["timeout_s"],
                     only=request["only"],
                     pins=request.get("pins"),
+                    second_choices=bool(request.get("second_choices", False)),
                 )
                 answer = {"ok": True, "reply": reply.to_dict()}
         except (ModelUnavailable, ValueError) as exc:

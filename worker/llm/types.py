@@ -81,6 +81,17 @@ class Usage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SecondChoice:
+    """A reply's tool call again with one token of its answer swapped for the model's runner-up
+    at that place (from the endpoint's logprobs): what the model nearly wrote."""
+
+    call: ToolCall
+    probability: float  # of the runner-up token there, as the endpoint reported it
+    was: str  # the token the answer has there
+    token: str  # the runner-up put in its place
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelReply:
     """What one `complete` call produced; `mode` says how the tool calls were obtained."""
 
@@ -91,6 +102,7 @@ class ModelReply:
     mode: str
     request_bytes: int = 0
     attempts: int = 1
+    second_choices: tuple[SecondChoice, ...] = ()  # likeliest first; asked for, json_schema mode
 
     def to_dict(self) -> dict[str, Any]:
         """This reply as JSON-able data (it crosses from the model client's process)."""
@@ -100,7 +112,12 @@ class ModelReply:
     def from_dict(cls, data: dict[str, Any]) -> ModelReply:
         """The reply `to_dict` wrote."""
         calls = tuple(ToolCall(**call) for call in data["tool_calls"])
-        return cls(**{**data, "tool_calls": calls, "usage": Usage(**data["usage"])})
+        seconds = tuple(
+            SecondChoice(**{**second, "call": ToolCall(**second["call"])})
+            for second in data.get("second_choices", ())
+        )
+        usage = Usage(**data["usage"])
+        return cls(**{**data, "tool_calls": calls, "usage": usage, "second_choices": seconds})
 
     def assistant_message(self) -> dict[str, Any]:
         """This reply as an assistant message of the canonical (native-format) history."""

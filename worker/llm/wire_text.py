@@ -6,11 +6,12 @@ both modes need.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from worker.llm.types import Pins, ToolCall, ToolSpec, parse_arguments
+from worker.llm.types import Pins, SecondChoice, ToolCall, ToolSpec, parse_arguments
 
 FINAL_ANSWER = "final_answer"
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
@@ -225,3 +226,40 @@ def parse_action(text: str, new_id: Callable[[], str]) -> tuple[str | None, tupl
         return content, calls
     error = f'the reply is not a JSON action {{"tool": ..., "arguments": ...}}: {text[:200]}'
     return None, (ToolCall(id=new_id(), name="", arguments=None, raw_arguments=text, error=error),)
+
+
+# A token of the answer and the likeliest tokens at its place with their log-probabilities.
+TokenChoices = tuple[str, Sequence[tuple[str, float]]]
+
+
+def second_choices(
+    tokens: Sequence[TokenChoices], call: ToolCall, pins: Pins | None
+) -> tuple[SecondChoice, ...]:
+    """The json_schema-mode answer `tokens` spelled out, again with one token swapped for a
+    runner-up at its place, for each place and runner-up: those that still parse to one call of
+    the same tool with the same pinned arguments and new arguments, likeliest first, each
+    arguments once. No model call: the endpoint sent these with the answer (logprobs)."""
+    raw = "".join(token for token, _ in tokens)
+    fixed = dict((pins or {}).get(call.name) or {})
+    seen = {json.dumps(call.arguments, sort_keys=True)}
+    found: list[SecondChoice] = []
+    at = 0
+    for token, alternatives in tokens:
+        for other, logprob in alternatives:
+            if other == token:
+                continue
+            _, calls = parse_action(raw[:at] + other + raw[at + len(token) :], lambda: call.id)
+            swapped = calls[0] if len(calls) == 1 else None
+            if swapped is None or swapped.name != call.name or swapped.arguments is None:
+                continue
+            if any(swapped.arguments.get(k) != v for k, v in fixed.items()):
+                continue
+            key = json.dumps(swapped.arguments, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                choice = SecondChoice(
+                    call=swapped, probability=math.exp(logprob), was=token, token=other
+                )
+                found.append(choice)
+        at += len(token)
+    return tuple(sorted(found, key=lambda c: -c.probability))

@@ -26,6 +26,7 @@ from worker.llm.types import (
 from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, RunEnded, SamplesSpent, Stuck
 from worker.loop.history import compact, history_chars
+from worker.loop.second import worth_trying
 from worker.loop.stuck import StuckDetector
 from worker.loop.suspects import MAX_TEXT as MAX_SUSPECT_TEXT
 from worker.loop.suspects import Suspect
@@ -75,6 +76,7 @@ class Model(Protocol):
         timeout_s: float | None = None,
         only: Sequence[str] | None = None,
         pins: Pins | None = None,
+        second_choices: bool = False,
     ) -> ModelReply: ...
 
 
@@ -144,6 +146,10 @@ class Agent:
     # After first-edit samples none of which fixed: go on as a conversation, or end the run.
     converse: bool = True
     shown_failures: int = 10  # failing tests shown in the first message
+    # After a cold pinned sample that did not fix, up to this many of its second choices (the
+    # edit again with one token swapped for the model's runner-up there) are tried by the
+    # tests alone: no model call, so no tokens, and not one of `edit_samples`.
+    second_choices: int = 0
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
     _start: float = field(default_factory=time.monotonic)
@@ -152,6 +158,7 @@ class Agent:
     _warmer: float | None = None  # the next call's temperature; None: the configured one
     _only: Sequence[str] | None = None  # the tools the next reply may call; None: any
     _pins: Pins | None = None  # arguments the next reply's calls must carry (json_schema mode)
+    _second: bool = False  # the next reply brings its second choices (json_schema mode)
     _names: tuple[str, ...] = ()
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
     _undone: set[str] = field(default_factory=set)  # edits undone: sent again, they are refused
@@ -231,7 +238,7 @@ class Agent:
         pointed: list[tuple[int, bool]] = []  # (suspect, warm) of each pointed sample
         changed: set[str] = set()  # lines earlier samples changed
         for n in range(self.edit_samples * SAMPLE_ANSWERS):
-            if sum(s.undone for s in samples) >= self.edit_samples:
+            if sum(s.undone and not s.second for s in samples) >= self.edit_samples:
                 break  # enough edits tried; an answer the tools refused did not count
             self._check_budgets()
             focus, warm = _next_focus(self.suspects, pointed, changed) if n > 0 else (None, False)
@@ -246,24 +253,29 @@ class Agent:
                 hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where(), warm=warm)
+            # A cold pinned answer comes with what the model nearly wrote (second choices).
+            self._second = bool(self.second_choices and self._pins and not warm)
             reply = self._ask(messages, specs)
             if focus is not None:  # an `old` found in several places: the one pointed at
                 calls = tuple(_at_line(c, self.suspects[focus]) for c in reply.tool_calls)
                 reply = replace(reply, tool_calls=calls)
-            changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
-            key = _calls_key(reply.tool_calls)
-            if reply.tool_calls and key not in tried:
-                tried.add(key)
-                done = self._run_calls(messages, reply)
+            asked = len(messages)
+            done = self._try_sample(head, messages, reply, n + 1, samples, tried, changed)
+            for choice in worth_trying(reply.second_choices, self.second_choices):
                 if done is not None:
-                    return done
-                undone = self.env.undo_all_edits()
-                if undone:
-                    self._undone.update(_call_key(c) for c in reply.tool_calls)
-                    self.trace.event("sample_undone", step=self.usage.steps, sample=n + 1)
-                failing = _failing(self.last_tests) if undone else float("inf")
-                samples.append(_Sample(failing, messages[head:], reply.tool_calls, undone))
-                self.last_tests = self.baseline
+                    break
+                self._check_budgets()
+                del messages[asked:]  # the same prompt, answered with the nearly-written edit
+                self.trace.event(
+                    "second_choice", sample=n + 1, was=choice.was, token=choice.token,
+                    probability=round(choice.probability, 4),
+                )  # fmt: skip
+                nearly = replace(reply, content=None, tool_calls=(choice.call,), usage=Usage())
+                done = self._try_sample(
+                    head, messages, nearly, n + 1, samples, tried, changed, True
+                )
+            if done is not None:
+                return done
             del messages[head:]
         best = min(samples, key=lambda x: x.failing, default=None)
         if best is not None and best.failing < _failing(self.baseline):
@@ -278,6 +290,37 @@ class Agent:
             if samples[0].undone:
                 note = messages[-1]["content"] + "\n\n" + prompts.SAMPLE_UNDONE
                 messages[-1] = {**messages[-1], "content": note}
+        return None
+
+    def _try_sample(
+        self,
+        head: int,
+        messages: list[dict[str, Any]],
+        reply: ModelReply,
+        sample: int,
+        samples: list[_Sample],
+        tried: set[str],
+        changed: set[str],
+        second: bool = False,
+    ) -> LoopResult | None:
+        """One sampled edit on the original tree: run (a call already tried is not), checked,
+        then undone and recorded in `samples` (its turn: messages from `head`) unless it
+        fixed."""
+        changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
+        key = _calls_key(reply.tool_calls)
+        if not reply.tool_calls or key in tried:
+            return None
+        tried.add(key)
+        done = self._run_calls(messages, reply)
+        if done is not None:
+            return done
+        undone = self.env.undo_all_edits()
+        if undone:
+            self._undone.update(_call_key(c) for c in reply.tool_calls)
+            self.trace.event("sample_undone", step=self.usage.steps, sample=sample, second=second)
+        failing = _failing(self.last_tests) if undone else float("inf")
+        samples.append(_Sample(failing, messages[head:], reply.tool_calls, undone, second))
+        self.last_tests = self.baseline
         return None
 
     def _pin(self, suspect: Suspect) -> tuple[Sequence[str] | None, Pins | None]:
@@ -343,6 +386,7 @@ class Agent:
                     timeout_s=self._time_left(),
                     only=self._only,
                     pins=self._pins,
+                    second_choices=self._second,
                 )
                 break
             except CallOutOfTime as exc:
@@ -358,6 +402,7 @@ class Agent:
         self.model_seconds += took
         only, self._only = self._only, None
         pins, self._pins = self._pins, None
+        self._second = False
         cost = self.cost_of(reply.usage)
         self.usage = replace(
             self.usage,
@@ -625,6 +670,7 @@ class _Sample:
     turn: list[dict[str, Any]]
     calls: Sequence[ToolCall]
     undone: bool
+    second: bool = False  # a second choice: no model answer, so not one of `edit_samples`
 
 
 def _call_key(call: ToolCall) -> str:

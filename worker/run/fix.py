@@ -46,6 +46,8 @@ REMOTE_CONTEXT_CHARS = 60_000
 # the median prompt tokens from 14.6k to 20.7k. So the cap is 5, read off that run: the next
 # fresh set is its check.
 LOCAL_EDIT_SAMPLES = 5
+# Second choices tried after each cold pointed sample of the bundled model (docs/evaluation.md).
+LOCAL_SECOND_CHOICES = 5
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
 LOOP_MODULES = (
@@ -282,6 +284,12 @@ class FixRun:
             suspects=suspects,
             converse=not req.endpoint.local if config.converse is None else config.converse,
             shown_failures=LOCAL_FAILURES_SHOWN if req.endpoint.local else 10,
+            # Second choices come from an answer's logprobs: only json_schema mode reads them.
+            second_choices=0
+            if self._client_options(None)["tool_mode"] != "json_schema"
+            else (LOCAL_SECOND_CHOICES if req.endpoint.local else 0)
+            if config.second_choices is None
+            else config.second_choices,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
