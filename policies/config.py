@@ -172,7 +172,7 @@ class WorkerConfig:
     # After first-edit samples none of which fixed, the run goes on as a conversation; None: not
     # for the bundled model (in six measured arms its conversation never fixed a task).
     converse: bool | None = None
-    # After a cold sample pointed at a line, this many edits the model nearly wrote (one token
+    # After a sample pointed at a line, this many edits the model nearly wrote (one token
     # swapped for its runner-up, from the answer's logprobs) are tried by the tests alone;
     # None: for the bundled model only (json_schema mode).
     second_choices: int | None = None

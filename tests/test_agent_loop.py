@@ -577,7 +577,7 @@ def nearly(reply: ModelReply, *edits: tuple[str, dict[str, Any]]) -> ModelReply:
     return replace(reply, second_choices=seconds)
 
 
-def test_a_cold_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path):
+def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     wrong2 = WRONG.replace("1.0", "2.0")
     unparsable = {"path": "calc.py", "old": SUSPECTS[0].text, "new": "return sum(v) / (len(v)"}
@@ -594,8 +594,8 @@ def test_a_cold_pinned_samples_second_choices_are_tried_without_a_model_call(tmp
     with agent.trace:
         result = start(agent, env)
     assert result.fixed and env.files["calc.py"] == FIXED
-    # Asked for with the cold pinned sample only; the one that parses was run by the tests
-    # alone (no model call) and, not being a model answer, left the third sample its turn.
+    # Asked for with the pinned samples only; the one that parses was run by the tests alone
+    # (no model call) and, not being a model answer, left the third sample its turn.
     assert [r["second_choices"] for r in model.requests] == [False, True, True]
     events = [json.loads(line) for line in (tmp_path / "trace.jsonl").open()]
     seconds = [e for e in events if e["type"] == "second_choice"]

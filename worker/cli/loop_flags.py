@@ -74,7 +74,7 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="after a cold sample pointed at a line, try N edits the model nearly wrote (one "
+        help="after a sample pointed at a line, try N edits the model nearly wrote (one "
         "token swapped for its runner-up) with the tests alone, no model call (json_schema "
         "mode; default: 5 for the bundled model, else 0)",
     )

@@ -146,7 +146,7 @@ class Agent:
     # After first-edit samples none of which fixed: go on as a conversation, or end the run.
     converse: bool = True
     shown_failures: int = 10  # failing tests shown in the first message
-    # After a cold pinned sample that did not fix, up to this many of its second choices (the
+    # After a pinned sample that did not fix, up to this many of its second choices (the
     # edit again with one token swapped for the model's runner-up there) are tried by the
     # tests alone: no model call, so no tokens, and not one of `edit_samples`.
     second_choices: int = 0
@@ -253,8 +253,8 @@ class Agent:
                 hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
                 messages.append({"role": "user", "content": hint})
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where(), warm=warm)
-            # A cold pinned answer comes with what the model nearly wrote (second choices).
-            self._second = bool(self.second_choices and self._pins and not warm)
+            # A pinned answer comes with what the model nearly wrote (second choices).
+            self._second = bool(self.second_choices and self._pins)
             reply = self._ask(messages, specs)
             if focus is not None:  # an `old` found in several places: the one pointed at
                 calls = tuple(_at_line(c, self.suspects[focus]) for c in reply.tool_calls)

@@ -46,7 +46,7 @@ REMOTE_CONTEXT_CHARS = 60_000
 # the median prompt tokens from 14.6k to 20.7k. So the cap is 5, read off that run: the next
 # fresh set is its check.
 LOCAL_EDIT_SAMPLES = 5
-# Second choices tried after each cold pointed sample of the bundled model (docs/evaluation.md).
+# Second choices tried after each pinned sample of the bundled model (docs/evaluation.md).
 LOCAL_SECOND_CHOICES = 5
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
