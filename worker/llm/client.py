@@ -410,6 +410,7 @@ def _token_choices(choice: Any) -> list[TokenChoices]:
         others = [
             (str(get(o, "token")), float(get(o, "logprob")))
             for o in get(item, "top_logprobs") or ()
+            if isinstance(get(o, "logprob"), int | float)  # a server may send null
         ]
         tokens.append((str(get(item, "token")), others))
     return tokens
