@@ -604,6 +604,22 @@ def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path
     assert [e["second"] for e in undone] == [False, True]  # WRONG twice is one try
 
 
+def test_second_choices_never_count_as_steps_without_progress(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    # Twelve wrong edits of one size: as model steps, stuck detection (10 idle) would end it.
+    wrong = [WRONG.replace("1.0", f"{i}.{j}") for i in range(2, 8) for j in (5, 7)]
+    model = ScriptedModel([
+        call("write_file", path="calc.py", content=WRONG),
+        nearly(call("write_file", path="calc.py", content=WRONG),
+               *[("write_file", {"path": "calc.py", "content": w}) for w in wrong]),
+        call("write_file", path="calc.py", content=FIXED),
+    ])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 3
+    agent.suspects, agent.second_choices = SUSPECTS, len(wrong)
+    assert start(agent, env).fixed and len(model.requests) == 3
+
+
 def test_without_converse_the_run_ends_when_no_sample_fixed(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     other = "def mean(v):\n    return sum(v) * 1.0 / (len(v) - 1)\n"

@@ -311,7 +311,8 @@ class Agent:
         if not reply.tool_calls or key in tried:
             return None
         tried.add(key)
-        done = self._run_calls(messages, reply)
+        # A second choice is no step of the model's: it never counts as one without progress.
+        done = self._run_calls(messages, reply, idle=not second)
         if done is not None:
             return done
         undone = self.env.undo_all_edits()
@@ -334,13 +335,16 @@ class Agent:
 
     # -- the parts of one step -----------------------------------------------------------------
 
-    def _run_calls(self, messages: list[dict[str, Any]], reply: ModelReply) -> LoopResult | None:
-        """A reply's tool calls run, its turn in the history, then: fixed and verified yet?"""
+    def _run_calls(
+        self, messages: list[dict[str, Any]], reply: ModelReply, *, idle: bool = True
+    ) -> LoopResult | None:
+        """A reply's tool calls run, its turn in the history, then: fixed and verified yet?
+        `idle`: a step without progress counts towards stuck detection's idle steps."""
         messages.append(reply.assistant_message())
         for call in reply.tool_calls:
             observation = self._act(call)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": observation.text})
-        return self._check_done(messages)
+        return self._check_done(messages, idle=idle)
 
     def _check_budgets(self) -> None:
         self.usage = replace(self.usage, elapsed_s=time.monotonic() - self._start)
@@ -516,7 +520,9 @@ class Agent:
             )
         return observation
 
-    def _check_done(self, messages: list[dict[str, Any]]) -> LoopResult | None:
+    def _check_done(
+        self, messages: list[dict[str, Any]], *, idle: bool = True
+    ) -> LoopResult | None:
         tests = self.last_tests
         patch = self.env.diff()
         suite, self._suite_run = self._suite_run, None
@@ -527,7 +533,7 @@ class Agent:
                 return done
             messages.append({"role": "user", "content": self._verify_failed()})
         failing = None if tests is None or tests.summary is None else len(tests.summary.failures)
-        if self._stuck.step_done(failing=failing, diff_size=len(patch)):
+        if idle and self._stuck.step_done(failing=failing, diff_size=len(patch)):
             raise Stuck(f"no progress in the last {self._stuck.idle_steps} steps")
         return None
 
