@@ -253,8 +253,6 @@ def main() -> int:
                     told = [*base[:-1], {"role": "user", "content": base[-1]["content"] + note}]
                     answers = [ask(model, told, specs, pin, heat) for _ in range(times)]
                 elif name.startswith("list"):
-                    times = 1 if name == "list0" else args.k
-                    heat = 0.0 if name == "list0" else 1.0
                     answers = [
                         a for _ in range(times) for a in ask_list(model, base, specs, pin, heat)
                     ]
