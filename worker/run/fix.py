@@ -284,10 +284,8 @@ class FixRun:
             suspects=suspects,
             converse=not req.endpoint.local if config.converse is None else config.converse,
             shown_failures=LOCAL_FAILURES_SHOWN if req.endpoint.local else 10,
-            # Second choices come from an answer's logprobs: only json_schema mode reads them.
-            second_choices=0
-            if self._client_options(None)["tool_mode"] != "json_schema"
-            else (LOCAL_SECOND_CHOICES if req.endpoint.local else 0)
+            # The client reads them from a json_schema-mode answer only, and sends none otherwise.
+            second_choices=(LOCAL_SECOND_CHOICES if req.endpoint.local else 0)
             if config.second_choices is None
             else config.second_choices,
         )
