@@ -205,6 +205,19 @@ def test_second_choices_are_the_answer_with_a_runner_up_token_that_still_fits() 
     assert abs(reply.second_choices[0].probability - math.exp(-1.2)) < 1e-9
 
 
+def test_an_endpoint_that_refuses_logprobs_still_answers_without_second_choices() -> None:
+    refusal = "Unsupported parameter: 'logprobs' is not supported with this model."
+    answer = '```json\n{"tool": "read_file", "arguments": {"path": "b.py"}}\n```'
+    script = [http_error(400, refusal), text(answer), text(answer)]
+    with ScriptedServer(script=script) as server:
+        with model(server, "json_schema") as client:
+            first = client.complete(MESSAGES, TOOLS, second_choices=True)
+            client.complete(MESSAGES, TOOLS, second_choices=True)
+    assert first.tool_calls[0].arguments == {"path": "b.py"} and first.second_choices == ()
+    asked = ["logprobs" in request for request in server.requests]
+    assert asked == [True, False, False]  # refused once, never asked again
+
+
 def test_text_mode_parses_tool_call_block_and_fenced_json() -> None:
     script = [
         text(

@@ -147,6 +147,7 @@ class OpenAIModel:
         self.connect_timeout_s = connect_timeout_s
         self.max_completion_tokens = max_completion_tokens
         self._cap_key = "max_tokens"  # widest support; reasoning models want the newer name
+        self._logprobs = True  # until the endpoint refuses them: then no second choices
         self._mode: WireMode = "native" if tool_mode == "auto" else tool_mode
         self._hints = {"text": 0, "json_schema": 0}
         self._ids = count(1)
@@ -281,7 +282,7 @@ class OpenAIModel:
         seconds: bool = False,
     ) -> ModelReply:
         body = self._request(messages, tools, mode, temperature, only, pins)
-        seconds = seconds and mode == "json_schema" and bool(tools)
+        seconds = seconds and mode == "json_schema" and bool(tools) and self._logprobs
         if seconds:
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         completion, attempts = self._send(body, stop_at)
@@ -348,6 +349,12 @@ class OpenAIModel:
                     # OpenAI's reasoning models refuse `max_tokens` by name: send the new one.
                     self._cap_key = "max_completion_tokens"
                     body["max_completion_tokens"] = body.pop("max_tokens")
+                    continue
+                if status == 400 and "logprobs" in body and "logprobs" in said:
+                    # An endpoint without log-probabilities: ask again, and never ask again.
+                    self._logprobs = False
+                    body.pop("logprobs")
+                    body.pop("top_logprobs", None)
                     continue
                 if status < 500 and status not in _RETRY_STATUSES:
                     raise ModelBadRequest(text, status_code=status) from exc
