@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# An edit can make the tests hang (a loop that never ends): a test run of an edited tree is cut
+# after this many times the run before any edit, and never sooner than HANG_FLOOR_S.
+HANG_FACTOR = 10.0
+HANG_FLOOR_S = 60.0
+
 
 @dataclass(frozen=True, kw_only=True)
 class Limits:
@@ -41,3 +46,21 @@ class Limits:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be positive, got {value!r}")
+
+
+def edited_test_timeout(baseline_s: float, limit: float | None) -> float | None:
+    """How long a test run of the edited working copy may take: HANG_FACTOR times the run before
+    any edit, at least HANG_FLOOR_S, never more than `limit` (the test command's own timeout,
+    which the clean re-check of a fix keeps).
+
+    >>> edited_test_timeout(0.9, 300.0)
+    60.0
+    >>> edited_test_timeout(20.0, 300.0)
+    200.0
+    >>> edited_test_timeout(45.0, 300.0)
+    300.0
+    >>> edited_test_timeout(45.0, None)
+    450.0
+    """
+    cap = max(HANG_FLOOR_S, HANG_FACTOR * baseline_s)
+    return cap if limit is None else min(cap, limit)

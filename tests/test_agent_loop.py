@@ -134,6 +134,7 @@ class MemoryEnvironment:
         self.verifications = 0
         self.before_edit: dict[str, str] = {}
         self.ahead: list[str] = []  # the patches whose clean run was started ahead
+        self.ends_at: float | None = None  # when the loop said test runs must end by
 
     def tool_specs(self) -> list[ToolSpec]:
         return [
@@ -157,6 +158,9 @@ class MemoryEnvironment:
     def undo_all_edits(self) -> bool:
         changed, self.files, self.before_edit = self.files != self.original, dict(self.original), {}
         return changed
+
+    def end_by(self, at: float) -> None:
+        self.ends_at = at
 
     def run_tests(self) -> TestRun:
         return suite_run(self.files, self.suite)

@@ -566,6 +566,26 @@ def test_the_time_budget_cuts_a_model_call_that_never_answers(make_repo, tmp_pat
     assert server.requests[0]["max_tokens"] == 1536
 
 
+def test_the_time_budget_cuts_a_test_run_that_an_edit_made_hang(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    hang = {"path": "calc.py", "old": "def mean(values):",
+            "new": "def mean(values):\n    while True:\n        pass"}  # fmt: skip
+    with ScriptedServer(script=[tool_call("replace", hang)]) as server:
+        started = time.monotonic()
+        proc = run_fix(
+            repo, tmp_path / "out", "--timeout", "15", "--test-timeout", "120",
+            base_url=server.base_url,
+        )  # fmt: skip
+        took = time.monotonic() - started
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed" and "time budget" in r["reason"], r["reason"]
+    assert took < 60  # not the 120 s the test command may take
+    (edit,) = [e for e in map(json.loads, (tmp_path / "out" / "trace.jsonl").open())
+               if e["type"] == "tool_call"]  # fmt: skip
+    assert "killed at the time limit" in edit["observation"]
+
+
 def test_an_answer_cut_off_by_length_is_told_and_the_run_goes_on(make_repo, tmp_path):
     repo = make_repo(BUGGY)
     runaway = text(

@@ -91,6 +91,7 @@ class Environment(Protocol):
     def verify_ahead(self, patch: str) -> None: ...
     def undo_last_edit(self) -> bool: ...
     def undo_all_edits(self) -> bool: ...
+    def end_by(self, at: float) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,6 +171,8 @@ class Agent:
     def run(self, goal: str, baseline: TestRun, listing: str, sources: str = "") -> LoopResult:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
         specs = self.env.tool_specs()
+        if self.budgets.max_wall_s is not None:  # test runs too end within the time budget
+            self.env.end_by(self._start + self.budgets.max_wall_s)
         if self.first_tools and self.edit_samples > 1 and not self.converse:
             # Samples only: no reply can call another tool, so no other one is described (a
             # shorter prompt, re-sent with every sample).

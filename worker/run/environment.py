@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
 from worker.llm.types import ToolCall, ToolSpec
 
+MIN_TEST_TIMEOUT_S = 1.0  # a run started at the budget's very end: the loop ends right after
+
 
 class SandboxEnvironment:
     """Implements the loop's `Environment` with a real sandbox and the real tools."""
@@ -31,7 +34,10 @@ class SandboxEnvironment:
         prepared: Prepared,
         limits: Limits,
         run_dir: Path,
+        edited_timeout_s: float | None = None,
     ) -> None:
+        """`edited_timeout_s` cuts the working copy's test runs sooner than the context's
+        `test_timeout_s` (policies.limits.edited_test_timeout); the clean re-check keeps that."""
         self._session = session
         self._registry = registry
         self._context = context
@@ -44,6 +50,8 @@ class SandboxEnvironment:
         self._ahead: _Ahead | None = None  # a clean re-run started beside the working copy's
         self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
         self._originals: dict[str, Any] = {}  # every file an edit changed, as it was at first
+        self._edited_timeout_s = edited_timeout_s
+        self._ends_at: float | None = None  # time.monotonic() by which working runs end
 
     def __enter__(self) -> SandboxEnvironment:
         """Start preparing the first clean check while the model works."""
@@ -68,7 +76,8 @@ class SandboxEnvironment:
         args = call.arguments or {}
         touched = _edit_paths(call.name, args)
         before = apply_patch.remember(touched, self._context) if touched else {}
-        obs = self._registry.call(call.name, call.arguments, self._context, raw_error=call.error)
+        context = replace(self._context, test_timeout_s=self._working_timeout())
+        obs = self._registry.call(call.name, call.arguments, context, raw_error=call.error)
         self._edited.update(obs.changed_files)
         if obs.changed_files:
             self._before_edit = {p: o for p, o in before.items() if p in obs.changed_files}
@@ -88,16 +97,26 @@ class SandboxEnvironment:
         originals, self._originals, self._before_edit = self._originals, {}, {}
         return bool(originals) and bool(apply_patch.restore(originals))
 
+    def end_by(self, at: float) -> None:
+        """The working copy's test runs from now on end by `at` (a time.monotonic() value), so
+        the run's time budget holds through a run that an edit made hang. The clean re-check
+        of a fix is not cut: a fix found in time is checked whole."""
+        self._ends_at = at
+
+    def _working_timeout(self) -> float | None:
+        """The timeout of a working-copy test run now: the edited-tree cap, shortened to the
+        time left near the end (a constant until then, so the test-run cache still hits)."""
+        timeout = self._edited_timeout_s or self._context.test_timeout_s
+        if self._ends_at is not None:
+            left = max(self._ends_at - time.monotonic(), MIN_TEST_TIMEOUT_S)
+            timeout = left if timeout is None else min(timeout, left)
+        return timeout
+
     def run_tests(self) -> TestRun:
+        timeout = self._working_timeout()
         if self._context.tests is not None:
-            return self._context.tests.run(
-                test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
-            )
-        return run_tests(
-            self._session.box,
-            test_cmd=self._context.test_cmd,
-            timeout_s=self._context.test_timeout_s,
-        )
+            return self._context.tests.run(test_cmd=self._context.test_cmd, timeout_s=timeout)
+        return run_tests(self._session.box, test_cmd=self._context.test_cmd, timeout_s=timeout)
 
     def diff(self) -> str:
         """The model's edits only: files it changed through apply_patch that the policy lets it

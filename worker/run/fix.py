@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from policies.budgets import answer_cap
 from policies.config import WorkerConfig
+from policies.limits import edited_test_timeout
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.testrun import TestRun, detect_test_command
@@ -243,6 +244,7 @@ class FixRun:
         env = SandboxEnvironment(
             session=session, registry=registry, context=context, prepared=prepared,
             limits=config.limits, run_dir=req.out / "run",
+            edited_timeout_s=edited_test_timeout(baseline.result.duration_s, req.test_timeout_s),
         )  # fmt: skip
         listing = registry.call("list_dir", {}, context).text
         locate = req.endpoint.local if config.locate is None else config.locate
