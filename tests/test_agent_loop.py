@@ -608,6 +608,27 @@ def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path
     assert [e["second"] for e in undone] == [False, True]  # WRONG twice is one try
 
 
+def test_second_choices_already_tried_make_way_for_the_next_likeliest(tmp_path):
+    env = MemoryEnvironment({"calc.py": BUGGY})
+    wrong2, wrong3, wrong4 = (WRONG.replace("1.0", f"{n}.0") for n in (2, 3, 4))
+    model = ScriptedModel([
+        call("write_file", path="calc.py", content=WRONG),
+        nearly(call("write_file", path="calc.py", content=wrong2),
+               ("write_file", {"path": "calc.py", "content": wrong3})),
+        # Its likeliest second choice was tried after the sample before: the fix is next.
+        nearly(call("write_file", path="calc.py", content=wrong4),
+               ("write_file", {"path": "calc.py", "content": wrong3}),
+               ("write_file", {"path": "calc.py", "content": FIXED})),
+    ])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 3
+    agent.suspects, agent.second_choices = SUSPECTS, 1
+    with agent.trace:
+        assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    events = [json.loads(line) for line in (tmp_path / "trace.jsonl").open()]
+    assert [e["sample"] for e in events if e["type"] == "second_choice"] == [2, 3]
+
+
 def test_second_choices_never_count_as_steps_without_progress(tmp_path):
     env = MemoryEnvironment({"calc.py": BUGGY})
     # Twelve wrong edits of one size: as model steps, stuck detection (10 idle) would end it.

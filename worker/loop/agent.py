@@ -264,7 +264,9 @@ class Agent:
                 reply = replace(reply, tool_calls=calls)
             asked = len(messages)
             done = self._try_sample(head, messages, reply, n + 1, samples, tried, changed)
-            for choice in worth_trying(reply.second_choices, self.second_choices):
+            # The likeliest not tried yet: a later answer often nearly wrote what an earlier did.
+            untried = [c for c in reply.second_choices if _calls_key((c.call,)) not in tried]
+            for choice in worth_trying(untried, self.second_choices):
                 if done is not None:
                     break
                 self._check_budgets()
