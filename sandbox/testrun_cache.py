@@ -3,8 +3,9 @@
 After each applied patch the harness runs the tests; a model that then asks for the same run gets
 that result again instead of a second run. It is given only when nothing can differ: the tree's
 content hash (every file's bytes, the executable bit, link targets, ignored files included) and
-the test command with its test ids and time limit are the same as the last run's, and that run
-left the tree as it found it. Anything else, or a run that did not finish, runs again.
+the test command with its test ids are the same as the last run's, that run finished within the
+time limit asked for now, and it left the tree as it found it. Anything else, or a run that did
+not finish, runs again.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ class _Key:
     tree: str
     test_cmd: str
     test_ids: tuple[str, ...]
-    timeout_s: float | None
 
 
 class TestRunCache:
@@ -43,8 +43,8 @@ class TestRunCache:
         self, *, test_cmd: str, test_ids: Sequence[str] = (), timeout_s: float | None = None
     ) -> TestRun:
         """The tests' result on the tree as it is now."""
-        key = _Key(self._workspace.content_hash(), test_cmd, tuple(test_ids), timeout_s)
-        if self._last is not None and self._last[0] == key:
+        key = _Key(self._workspace.content_hash(), test_cmd, tuple(test_ids))
+        if self._last is not None and self._last[0] == key and _fits(self._last[1], timeout_s):
             self.reused = True
             self.skipped += 1
             return self._last[1]
@@ -58,3 +58,9 @@ class TestRunCache:
         if finished and self._workspace.content_hash() == key.tree:
             self._last = (key, run)
         return run
+
+
+def _fits(run: TestRun, timeout_s: float | None) -> bool:
+    """A finished run gives the same result under any time limit it finished within (the first
+    run's limit is the user's, an edited tree's is shorter: policies.limits)."""
+    return timeout_s is None or run.result.duration_s <= timeout_s

@@ -586,6 +586,18 @@ def test_the_time_budget_cuts_a_test_run_that_an_edit_made_hang(make_repo, tmp_p
     assert "killed at the time limit" in edit["observation"]
 
 
+def test_a_run_of_the_tests_before_any_edit_is_the_first_runs_result(make_repo, tmp_path):
+    repo = make_repo(BUGGY)
+    script = [tool_call("run_tests", {}), tool_call("apply_patch", {"patch": GOOD_PATCH})]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    # Edited trees get a shorter time limit than the first run had: the first run still fits.
+    told = server.requests[1]["messages"][-1]["content"]
+    assert "Not run again" in told and "1 failed" in told
+
+
 def test_an_answer_cut_off_by_length_is_told_and_the_run_goes_on(make_repo, tmp_path):
     repo = make_repo(BUGGY)
     runaway = text(
