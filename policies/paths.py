@@ -20,7 +20,9 @@ from pathlib import Path
 
 from policies.errors import PolicyRefusal
 
-#: Tests: never writable unless the user sets `allow_edit_tests`.
+#: Tests: never writable unless the user sets `allow_edit_tests`. Python's spellings, then those
+#: of other ecosystems, so a custom `--test-cmd` (go test, jest, vitest, mocha, rspec, maven)
+#: cannot be made to pass by editing its tests: `src/test/` (Maven, Gradle) is `**/test/**`.
 TEST_GLOBS: tuple[str, ...] = (
     "**/tests/**",
     "**/test/**",
@@ -28,6 +30,17 @@ TEST_GLOBS: tuple[str, ...] = (
     "**/*_test.py",
     "**/tests.py",
     "**/conftest.py",
+    "**/*_test.go",
+    "**/testdata/**",
+    "**/*.test.[jt]s",
+    "**/*.test.[jt]sx",
+    "**/*.test.[mc][jt]s",
+    "**/*.spec.[jt]s",
+    "**/*.spec.[jt]sx",
+    "**/*.spec.[mc][jt]s",
+    "**/__tests__/**",
+    "**/spec/**",
+    "**/*_spec.rb",
 )
 #: Test and CI configuration, and git internals: not writable by default.
 DEFAULT_WRITE_DENY: tuple[str, ...] = (

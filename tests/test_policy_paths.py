@@ -195,6 +195,18 @@ def test_root_given_through_a_link_still_works(repo: Path, tmp_path: Path) -> No
         "src/pkg/mod_test.py",
         "conftest.py",
         "src/conftest.py",
+        "pkg/server/handler_test.go",
+        "pkg/server/testdata/golden.txt",
+        "web/src/app.test.ts",
+        "web/src/App.test.tsx",
+        "web/src/app.test.js",
+        "web/src/app.test.mjs",
+        "web/src/app.spec.ts",
+        "web/src/App.spec.jsx",
+        "web/src/__tests__/app.js",
+        "src/test/java/com/example/AppTest.java",
+        "spec/models/user_spec.rb",
+        "lib/user_spec.rb",
     ],
 )
 def test_tests_are_readable_but_not_writable(rel: str) -> None:
@@ -204,6 +216,20 @@ def test_tests_are_readable_but_not_writable(rel: str) -> None:
     assert not decision.allowed
     assert decision.rule.startswith("tests:")
     assert "fix the code under test" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "pkg/server/handler.go",
+        "web/src/app.ts",
+        "web/src/contest.tsx",
+        "lib/user.rb",
+        "src/main/App.java",
+    ],
+)
+def test_code_beside_other_ecosystems_tests_stays_writable(rel: str) -> None:
+    assert PathPolicy().is_writable(rel)
 
 
 @pytest.mark.parametrize(
