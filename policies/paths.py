@@ -16,7 +16,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from policies.errors import PolicyRefusal
 
@@ -78,6 +79,18 @@ DEFAULT_READ_DENY: tuple[str, ...] = (
     "**/.aws/**",
     "**/.git/**",
 )
+#: Suffixes of files a test run executes, imports or reads as configuration. A protected test
+#: file with one is locked on disk; the other files of a test folder (templates, data, golden
+#: files) are its fixtures, which a project's own tests may touch (`os.utime`, `chmod`): those
+#: are watched and put back after each command instead (sandbox/fixture_guard.py).
+RUNNABLE_SUFFIXES = frozenset(
+    {
+        ".py", ".pyi", ".pyx", ".pxd", ".pth", ".so", ".pyd", ".cfg", ".ini", ".toml",
+        ".go", ".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".mts", ".cts", ".rb", ".java",
+        ".kt", ".scala", ".rs", ".c", ".h", ".cc", ".cpp", ".sh", ".bash", ".pl", ".php",
+    }
+)  # fmt: skip
+Protection = Literal["locked", "fixture"]
 # Writing into .git could plant hooks that run on the host: no setting lifts this.
 _ALWAYS_WRITE_DENY: tuple[str, ...] = ("**/.git/**",)
 _MAX_PATH_CHARS = 4096
@@ -303,6 +316,23 @@ class PathPolicy:
     def is_writable(self, rel: str) -> bool:
         """Whether `rel` may be written."""
         return self.check(rel, write=True).allowed
+
+    def protection(self, rel: str) -> Protection | None:
+        """How a file the model may not write is kept from code run in the sandbox: "locked"
+        (read-only, not the sandbox user's), or "fixture" (a test folder's data, which the
+        project's own tests may touch: watched and put back instead). None: writable.
+
+        >>> policy = PathPolicy()
+        >>> [policy.protection(p) for p in ("app.py", "tests/test_a.py", "tests/res/a.html")]
+        [None, 'locked', 'fixture']
+        >>> policy.protection("pyproject.toml"), policy.protection("tests/pytest.ini")
+        ('locked', 'locked')
+        """
+        decision = self.check(rel, write=True)
+        if decision.allowed:
+            return None
+        data = PurePosixPath(rel).suffix.lower() not in RUNNABLE_SUFFIXES
+        return "fixture" if decision.rule.startswith("tests:") and data else "locked"
 
     def resolve(self, root: Path, rel: str, *, write: bool = False) -> Path:
         """The real absolute host path of `rel` inside `root`, or `PathRefused`.

@@ -9,6 +9,7 @@ management. A backend supplies only what differs: `start`, `close`, `_running`, 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Protocol
 
 from policies.limits import Limits
 from sandbox.errors import SandboxError, SandboxTimeSpent
+from sandbox.fixture_guard import FixtureGuard
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
 
@@ -84,6 +86,7 @@ class SandboxBase:
         self._log_dir = log_dir
         self._used_s = 0.0
         self._count = 0
+        self._guard: FixtureGuard | None = None
 
     # -- lifecycle: the backend's start and close ------------------------------------------
 
@@ -104,6 +107,10 @@ class SandboxBase:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def watch(self, guard: FixtureGuard) -> None:
+        """Sweep `guard` after every command: each result names the fixtures it put back."""
+        self._guard = guard
 
     # -- use ---------------------------------------------------------------------------------
 
@@ -142,7 +149,7 @@ class SandboxBase:
         )
         started = time.monotonic()
         try:
-            return self._execute(
+            result = self._execute(
                 command,
                 limit=limit,
                 capture=capture,
@@ -150,6 +157,9 @@ class SandboxBase:
                 env={**BASE_ENV, **(env or {})},
                 log_path=log_path,
             )
+            if self._guard is not None and (put_back := self._guard.sweep()):
+                result = dataclasses.replace(result, fixtures_put_back=put_back)
+            return result
         finally:
             capture.close()
             self._used_s += time.monotonic() - started

@@ -21,6 +21,8 @@ class CommandResult:
     log_path: Path | None = None
     captured: bytes | None = None
     disk_exceeded: bool = False  # killed for writing more than its share of the workspace
+    # Test fixtures the command changed, put back from the snapshot since (sandbox/fixture_guard)
+    fixtures_put_back: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -13,8 +13,10 @@ import docker
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from policies.paths import Protection
 from sandbox.base import Sandbox, SandboxBase
 from sandbox.docker_sandbox import DockerSandbox
+from sandbox.fixture_guard import FixtureGuard
 from sandbox.local_sandbox import LocalSandbox
 from sandbox.scratch import make_scratch_dir
 from sandbox.workspace import SANDBOX_UID, Workspace, protect_files, remove_dir, snapshot
@@ -67,6 +69,19 @@ def make_box(
     )
 
 
+def guard_fixtures(
+    box: SandboxBase,
+    workspace: Workspace,
+    tree: Path,
+    protect: Callable[[str], Protection | None],
+) -> None:
+    """Lock the protected files of `tree` (a copy of `workspace`'s snapshot) and have `box`
+    watch its fixtures, putting them back from the snapshot after each command."""
+    protected = protect_files(tree, protect)
+    if protected.fixtures:
+        box.watch(FixtureGuard(root=tree, files=protected.fixtures, original=workspace.original))
+
+
 def workspace_owner(backend: Backend) -> int | None:
     """Who must own the copy: the container's user, or (local) whoever runs the worker."""
     return SANDBOX_UID if backend == "docker" else None
@@ -84,7 +99,7 @@ def open_session(
     keep_logs: bool = True,
     backend: Backend = "docker",
     isolation: Isolation = HARDENED,
-    protect: Callable[[str], bool] | None = None,
+    protect: Callable[[str], Protection | None] | None = None,
     exclude: Path | None = None,
 ) -> Iterator[SandboxSession]:
     """Snapshot `repo` into a scratch folder and start a sandbox on the copy; remove both at
@@ -120,7 +135,7 @@ def open_session(
             on_ready=lambda _folder: starting.begin() if starting else None,
         )
         if protect is not None and backend == "docker" and not isolation.run_as_root:
-            protect_files(workspace.path, protect)
+            guard_fixtures(box, workspace, workspace.path, protect)
         starting.wait()
         yield SandboxSession(box=box, workspace=workspace)
     finally:

@@ -67,6 +67,7 @@ class TestRun:
             else {"passed": s.passed, "failed": s.failed, "errors": s.errors, "skipped": s.skipped},
             "failing": [] if s is None else s.failing_ids(),
             "log": str(result.log_path) if result.log_path else None,
+            "fixtures_put_back": list(result.fixtures_put_back),
         }
 
     def headline(self) -> str:

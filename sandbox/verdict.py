@@ -8,7 +8,8 @@ Two questions, two functions:
 - `judge(run, baseline=..., patch=...)`: is this run the fix of the baseline? On top of the
   above: every test that failed at baseline ran and passed (found by id: not skipped, not
   deselected, not missing), every test that passed at baseline still passes, no fewer tests were
-  collected, and the patch does not reach into the test runner.
+  collected, the run changed no test fixture the baseline run left alone, and the patch does not
+  reach into the test runner.
 
 The loop's own "the tests pass now", the clean re-run and `worker sandbox run-tests` all ask here.
 """
@@ -115,8 +116,22 @@ def judge(run: TestRun, *, baseline: TestRun | None, patch: str = "") -> Verdict
                     f"fewer tests were collected than at baseline "
                     f"({run.summary.total} < {baseline.summary.total})"
                 )
+    if baseline is not None:
+        reasons += _fixtures_changed(run, baseline)
     reasons += tampering(patch)
     return Verdict(passed=not reasons, rule=alone.rule, reasons=tuple(reasons))
+
+
+def _fixtures_changed(run: TestRun, baseline: TestRun) -> list[str]:
+    """Test fixtures this run rewrote (put back since) that the baseline run left as they were:
+    a pass that may rest on changed test data (sandbox/fixture_guard.py)."""
+    changed = [
+        f for f in run.result.fixtures_put_back if f not in baseline.result.fixtures_put_back
+    ]
+    if not changed:
+        return []
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return [f"the run changed test fixtures that the tests alone leave as they are: {shown}"]
 
 
 def _against_baseline(outcomes: Mapping[str, str], baseline: TestRun) -> list[str]:

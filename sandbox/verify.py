@@ -12,13 +12,14 @@ import docker
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from policies.paths import Protection
 from sandbox.base import SandboxBase
 from sandbox.capped_dir import image_size, mount_capped
 from sandbox.errors import SandboxError
 from sandbox.scratch import make_scratch_dir
-from sandbox.session import Backend, make_box, workspace_owner
+from sandbox.session import Backend, guard_fixtures, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
-from sandbox.workspace import Workspace, chown_tree, protect_files, remove_dir
+from sandbox.workspace import Workspace, chown_tree, remove_dir
 
 
 class CleanCheck:
@@ -41,7 +42,7 @@ class CleanCheck:
         work_dir: Path,
         backend: Backend = "docker",
         isolation: Isolation = HARDENED,
-        protect: Callable[[str], bool] | None = None,
+        protect: Callable[[str], Protection | None] | None = None,
     ) -> None:
         self._client = client
         self._image = image
@@ -124,7 +125,7 @@ class CleanCheck:
         if owner is not None and os.geteuid() == 0:
             chown_tree(self._fresh, owner)
             if self._protect is not None and not self._isolation.run_as_root:
-                protect_files(self._fresh, self._protect)
+                guard_fixtures(self._box, self._workspace, self._fresh, self._protect)
         try:
             return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
         finally:
@@ -177,7 +178,7 @@ def verify_patch(
     timeout_s: float | None = None,
     backend: Backend = "docker",
     isolation: Isolation = HARDENED,
-    protect: Callable[[str], bool] | None = None,
+    protect: Callable[[str], Protection | None] | None = None,
 ) -> TestRun:
     """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
     check = CleanCheck(

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from policies.paths import Protection
 from sandbox.capped_dir import image_size, mount_capped, unmount_under
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.scratch import make_scratch_dir
@@ -147,6 +148,10 @@ class Workspace:
         env = {"GIT_INDEX_FILE": str(index)}
         self.git("add", "--all", "--force", ".", env=env)
         return self.git("write-tree", env=env).decode().strip()
+
+    def original(self, rel: str) -> bytes:
+        """The bytes of `rel` as the snapshot has them."""
+        return self.git("cat-file", "blob", f"snapshot:{rel}")
 
     def export_snapshot(self, dest: Path) -> None:
         """Write the original snapshot (not the edits) into the empty directory `dest`."""
@@ -285,29 +290,45 @@ def _link_stays_inside(repo: Path, rel: str, link: str) -> bool:
     return not (resolved == ".." or resolved.startswith("../") or os.path.isabs(resolved))
 
 
-def protect_files(root: Path, is_protected: Callable[[str], bool]) -> list[str]:
-    """Make files the model may not write (tests, CI config) root-owned and read-only, so that
-    code run in the sandbox as the sandbox user cannot rewrite them either. Their folders get the
-    sticky bit (as /tmp has): new files can still be made there, but a root-owned file cannot be
-    deleted or renamed away. Needs root; returns the protected paths."""
+@dataclass(frozen=True, kw_only=True)
+class Protected:
+    """What `protect_files` did: files locked on disk, and fixtures left to a `FixtureGuard`."""
+
+    locked: tuple[str, ...] = ()
+    fixtures: tuple[str, ...] = ()
+
+
+def protect_files(root: Path, protection: Callable[[str], Protection | None]) -> Protected:
+    """Keep the files the model may not write (tests, CI config) from code run in the sandbox
+    as the sandbox user. "locked" ones become root-owned and read-only, and their folders get
+    the sticky bit (as /tmp has): new files can still be made there, but a root-owned file
+    cannot be deleted or renamed away. "fixture" ones (a test folder's data, which the tests
+    themselves may `utime` or `chmod`) stay the sandbox user's: the caller watches them with a
+    `FixtureGuard`, as does an executable fixture, which is locked. Needs root."""
     if os.geteuid() != 0:
-        return []
-    done = []
+        return Protected()
+    locked: list[str] = []
+    fixtures: list[str] = []
     folders = set()
     for top, _dirs, names in os.walk(root):
         for name in names:
             path = os.path.join(top, name)
             rel = os.path.relpath(path, root)
-            if os.path.islink(path) or not is_protected(rel):
+            kind = None if os.path.islink(path) else protection(rel)
+            if kind is None:
+                continue
+            mode = os.stat(path).st_mode
+            if kind == "fixture" and not mode & 0o111:
+                fixtures.append(rel)
                 continue
             os.chown(path, 0, 0)
-            os.chmod(path, 0o444 | (os.stat(path).st_mode & 0o111))
+            os.chmod(path, 0o444 | (mode & 0o111))
             folders.add(top)
-            done.append(rel)
+            locked.append(rel)
     for folder in folders:
         os.chown(folder, 0, 0)
         os.chmod(folder, 0o1777)
-    return done
+    return Protected(locked=tuple(locked), fixtures=tuple(fixtures))
 
 
 def chown_tree(root: Path, uid: int) -> None:

@@ -8,6 +8,8 @@ import pytest
 
 from policies.limits import Limits
 from sandbox.session import open_session
+from sandbox.testrun import run_tests
+from sandbox.verdict import judge
 
 pytestmark = pytest.mark.docker
 
@@ -122,7 +124,7 @@ def test_protected_files_are_read_only_to_code_in_the_sandbox(make_repo, open_sa
 
     policy = PathPolicy()
     repo = make_repo({"app.py": "x = 1\n", "tests/test_app.py": "def test_x():\n    pass\n"})
-    box = open_sandbox(repo, protect=lambda rel: not policy.is_writable(rel)).box
+    box = open_sandbox(repo, protect=policy.protection).box
     r = box.run("echo hacked > tests/test_app.py")
     assert r.exit_code != 0 and "Permission denied" in r.output
     for attack in (
@@ -160,3 +162,96 @@ def test_the_capped_copy_is_unmounted_and_gone_when_the_session_ends(
         assert session.box.run("cat a.txt").output == "x"
     assert str(copy) not in Path("/proc/self/mounts").read_text()
     assert not copy.exists() and not copy.with_name(copy.name + ".img").exists()
+
+
+# A project's own tests that touch their fixtures (jinja2's loader tests `os.utime` a template
+# to check its mtime cache): locked test files would fail them, a sandbox-made failure.
+FIXTURE_TESTS = {
+    "app.py": "def render(path):\n    return open(path).read().upper()\n",
+    "tests/res/page.html": "hello\n",
+    "tests/test_app.py": (
+        "import os, pathlib, time\n"
+        "import app\n"
+        "RES = pathlib.Path(__file__).parent / 'res'\n"
+        "def test_cache_follows_mtime():\n"
+        "    page = RES / 'page.html'\n"
+        "    before = page.stat().st_mtime\n"
+        "    os.utime(page, (time.time() + 60, time.time() + 60))\n"
+        "    assert page.stat().st_mtime > before\n"
+        "    os.chmod(page, 0o600)\n"
+        "    (RES / 'page.html.cache').write_text('x')\n"
+        "def test_render():\n"
+        "    assert app.render(RES / 'page.html') == 'HELLO\\n'\n"
+    ),
+}
+
+
+def test_a_projects_own_tests_may_touch_their_fixtures(make_repo, open_sandbox):
+    from policies.paths import PathPolicy
+
+    session = open_sandbox(make_repo(FIXTURE_TESTS), protect=PathPolicy().protection)
+    run = run_tests(session.box, test_cmd="python -m pytest tests")
+    assert run.passed, run.render()
+    assert run.result.fixtures_put_back == ()  # times and mode changed, bytes did not
+    # The test code itself stays locked.
+    assert session.box.run("echo x >> tests/test_app.py").exit_code != 0
+
+
+def test_code_that_rewrites_a_fixture_is_named_put_back_and_not_a_pass(make_repo, open_sandbox):
+    from policies.paths import PathPolicy
+
+    files = {
+        "app.py": "def shout(s):\n    return s\n",
+        "tests/golden/out.txt": "HI\n",
+        "tests/test_app.py": (
+            "import pathlib, app\n"
+            "def test_shout():\n"
+            "    golden = pathlib.Path(__file__).parent / 'golden' / 'out.txt'\n"
+            "    assert app.shout('hi') + '\\n' == golden.read_text()\n"
+        ),
+    }
+    session = open_sandbox(make_repo(files), protect=PathPolicy().protection)
+    baseline = run_tests(session.box, test_cmd="python -m pytest tests")
+    assert not baseline.passed and baseline.result.fixtures_put_back == ()
+    # A "fix" that makes the golden file agree with the code instead of the other way round.
+    (session.workspace.path / "app.py").write_text(
+        "import pathlib\n"
+        "def shout(s):\n"
+        "    pathlib.Path('tests/golden/out.txt').write_text(s + '\\n')\n"
+        "    return s\n"
+    )
+    run = run_tests(session.box, test_cmd="python -m pytest tests")
+    assert run.verdict.passed  # on its own the run looks green...
+    assert run.result.fixtures_put_back == ("tests/golden/out.txt",)
+    verdict = judge(run, baseline=baseline)
+    assert not verdict.passed  # ...but not against the baseline
+    assert "tests/golden/out.txt" in verdict.describe()
+    assert (session.workspace.path / "tests/golden/out.txt").read_text() == "HI\n"
+
+
+def test_a_fixture_swapped_for_a_link_is_never_written_through(make_repo, open_sandbox, tmp_path):
+    from policies.paths import PathPolicy
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    files = {
+        "app.py": "x = 1\n",
+        "tests/data/a.txt": "A\n",
+        "tests/test_a.py": "def test_a():\n    pass\n",
+    }
+    session = open_sandbox(make_repo(files), protect=PathPolicy().protection)
+    ws = session.workspace.path
+    # The sandbox user owns tests/data (only fixtures in it): it can swap the folder for a link
+    # to a host path, hoping the host puts the fixture back through it, as root.
+    r = session.box.run(f"mv tests/data tests/old && ln -s {outside} tests/data && echo done")
+    assert r.output.strip() == "done"
+    assert r.fixtures_put_back == ("tests/data/a.txt",)
+    assert list(outside.iterdir()) == []
+    # A fixture swapped for a link is replaced by a real file holding the snapshot's bytes.
+    r = session.box.run(
+        f"rm tests/data && mv tests/old tests/data && ln -sf {outside}/x tests/data/a.txt"
+    )
+    assert r.fixtures_put_back == ("tests/data/a.txt",)
+    assert not (ws / "tests/data/a.txt").is_symlink()
+    assert (ws / "tests/data/a.txt").read_text() == "A\n"
+    assert list(outside.iterdir()) == []

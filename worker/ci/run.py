@@ -187,7 +187,7 @@ class CiRun:
             output_bytes=config.truncation.max_bytes,
             backend=prepared.backend,
             isolation=prepared.isolation,
-            protect=lambda rel: not config.paths.is_writable(rel),
+            protect=config.paths.protection,
             exclude=req.out,
         ) as session:
             run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)

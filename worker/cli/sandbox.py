@@ -95,7 +95,7 @@ def run_tests(args: argparse.Namespace) -> int:
             output_bytes=config.truncation.max_bytes,
             backend=prepared.backend,
             isolation=prepared.isolation,
-            protect=lambda rel: not config.paths.is_writable(rel),
+            protect=config.paths.protection,
             exclude=run_dir,
         ) as session:
             run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)

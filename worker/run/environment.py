@@ -174,7 +174,7 @@ class SandboxEnvironment:
             work_dir=self._run_dir / f"verify-{next(self._verifications)}",
             backend=self._prepared.backend,
             isolation=self._prepared.isolation,
-            protect=lambda rel: not self._context.paths.is_writable(rel),
+            protect=self._context.paths.protection,
         )
 
 

@@ -189,7 +189,7 @@ class FixRun:
             output_bytes=config.truncation.max_bytes,
             backend=prepared.backend,
             isolation=prepared.isolation,
-            protect=lambda rel: not config.paths.is_writable(rel),
+            protect=config.paths.protection,
             exclude=req.out,  # --out may lie inside the repository: never copy our outputs
         )
 
