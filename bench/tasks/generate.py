@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -46,18 +47,22 @@ GOAL = "make the failing tests pass"
 
 def fetch(project: dict, sdists: Path) -> Path:
     """The pinned sdist, downloaded once and checked against its sha256."""
-    name = f"{project['name']}-{project['version']}.tar.gz"
-    path = sdists / name
-    if not path.is_file():
+    # Newer sdists carry the normalised name (PEP 625: markdown_it_py-4.3.0.tar.gz).
+    normalised = re.sub(r"[-_.]+", "_", project["name"]).lower()
+    names = [f"{n}-{project['version']}.tar.gz" for n in (project["name"], normalised)]
+    if not any((sdists / n).is_file() for n in names):
         sdists.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:",
              "--no-deps", f"{project['name']}=={project['version']}", "-d", str(sdists)],
             check=True,
         )  # fmt: skip
+    path = next((sdists / n for n in names if (sdists / n).is_file()), None)
+    if path is None:
+        raise SystemExit(f"{project['name']}: pip download left none of {names} in {sdists}")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != project["sha256"]:
-        raise SystemExit(f"{name}: sha256 {digest} is not the pinned {project['sha256']}")
+        raise SystemExit(f"{path.name}: sha256 {digest} is not the pinned {project['sha256']}")
     return path
 
 
