@@ -1,14 +1,20 @@
-# The default sandbox image: Python 3, pytest and git, a non-root user, WORKDIR /workspace.
+# The default sandbox image: Python 3, pytest and git, a non-root user, WORKDIR /workspace, and
+# tinyproxy (the set-up phase's filtering proxy runs from this image; see setup_network.py).
 # BASE is a build argument: a registry image (python:3.12-slim) or a local one. `worker sandbox
 # build` makes `worker-base:bookworm` offline with debootstrap when no registry is reachable; that
-# base already holds python3, venv, pytest and git, so nothing below needs the network then.
+# base already holds python3, venv, pytest, git and tinyproxy, so nothing below needs the network
+# then (a base made before tinyproxy joined the list gets it from apt here, once).
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 ARG UID=1000
 USER root
 RUN set -e; \
-    if ! command -v git >/dev/null 2>&1 || ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then \
-        apt-get update && apt-get install -y --no-install-recommends git python3-venv \
+    need=""; \
+    command -v git >/dev/null 2>&1 || need="$need git"; \
+    python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need="$need python3-venv"; \
+    command -v tinyproxy >/dev/null 2>&1 || need="$need tinyproxy-bin"; \
+    if [ -n "$need" ]; then \
+        apt-get update && apt-get install -y --no-install-recommends $need \
         && rm -rf /var/lib/apt/lists/*; \
     fi; \
     python3 -m venv --system-site-packages /opt/venv; \

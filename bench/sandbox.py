@@ -24,7 +24,7 @@ from policies.limits import Limits  # noqa: E402
 from sandbox.client import connect  # noqa: E402
 from sandbox.docker_sandbox import DockerSandbox  # noqa: E402
 from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
-from sandbox.setup_cache import prepare_setup_image  # noqa: E402
+from sandbox.setup_cache import SetupSpec, prepare_setup_image  # noqa: E402
 from sandbox.workspace import (  # noqa: E402
     make_run_dir,
     remove_dir,  # noqa: E402
@@ -80,9 +80,9 @@ def main() -> int:
     def bare_run_sdk() -> None:
         client.containers.run(DEFAULT_IMAGE, "true", network_mode="none", remove=True)
 
-    warm_image, _ = prepare_setup_image(
-        client, base_image=DEFAULT_IMAGE, command="true", repo=repo, limits=limits
-    )
+    warm_image = prepare_setup_image(
+        client, base_image=DEFAULT_IMAGE, spec=SetupSpec(command="true"), repo=repo, limits=limits
+    ).image
     rows = [
         ("cold start to first command (ours)", median_s(our_start(DEFAULT_IMAGE), args.repeat)),
         ("warm start from set-up cache (ours)", median_s(our_start(warm_image), args.repeat)),

@@ -33,6 +33,7 @@ DEBIAN_PACKAGES = (
     "python3-pip",
     "git",
     "ca-certificates",
+    "tinyproxy-bin",  # the set-up's filtering proxy (sandbox/setup_network.py); needs libc only
 )
 LABEL_RECIPE = "worker.recipe"
 

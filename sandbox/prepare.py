@@ -16,13 +16,13 @@ from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
 from sandbox.prune import sweep_leftovers
 from sandbox.session import Backend, SandboxSession
-from sandbox.setup_cache import prepare_setup_image
+from sandbox.setup_cache import SetupResult, SetupSpec, prepare_setup_image
 
 
 @dataclass(frozen=True, kw_only=True)
 class Prepared:
     """What a session starts from; `pending_setup` is a set-up still to run in the session
-    (the local backend has no image to cache it in)."""
+    (the local backend has no image to cache it in); `setup` is the cached set-up's record."""
 
     backend: Backend
     isolation: Isolation
@@ -30,6 +30,7 @@ class Prepared:
     image: str
     pending_setup: str | None = None
     setup_cached: bool = False
+    setup: SetupResult | None = None
 
 
 def prepare(
@@ -37,7 +38,7 @@ def prepare(
     backend: Backend,
     repo: Path,
     image: str | None,
-    setup: str | None,
+    setup: SetupSpec | None,
     limits: Limits,
     progress: Callable[[str], None],
     isolation: Isolation = HARDENED,
@@ -47,7 +48,11 @@ def prepare(
         progress(LOCAL_SANDBOX_WARNING)
         sweep_leftovers(None, progress=progress)
         return Prepared(
-            backend=backend, isolation=isolation, client=None, image="", pending_setup=setup
+            backend=backend,
+            isolation=isolation,
+            client=None,
+            image="",
+            pending_setup=setup.command if setup else None,
         )
     if isolation.weakened():
         weakened = ", ".join(isolation.weakened())
@@ -55,21 +60,27 @@ def prepare(
     client = connect()
     sweep_leftovers(client, progress=progress)  # of workers killed before they could clean up
     name = image or DEFAULT_IMAGE
-    if name == DEFAULT_IMAGE:
+    # The set-up's filtering proxy runs from the default image (it holds tinyproxy).
+    if name == DEFAULT_IMAGE or (setup is not None and setup.network == "index"):
         ensure_image(client, progress=progress)
-    cached = False
-    if setup:
-        name, cached = prepare_setup_image(
+    done = None
+    if setup is not None:
+        done = prepare_setup_image(
             client,
             base_image=name,
-            command=setup,
+            spec=setup,
             repo=repo,
             limits=limits,
             isolation=isolation,
             progress=progress,
         )
     return Prepared(
-        backend=backend, isolation=isolation, client=client, image=name, setup_cached=cached
+        backend=backend,
+        isolation=isolation,
+        client=client,
+        image=done.image if done else name,
+        setup_cached=bool(done and done.cached),
+        setup=done,
     )
 
 

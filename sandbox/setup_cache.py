@@ -1,16 +1,25 @@
 """The dependency set-up phase, cached as an image keyed by what determines its result.
 
-`--setup "pip install -e .[test]"` runs once with the network on (the host's CA bundle mounted
-read-only), on a throwaway copy of the tree, as the sandbox user; the container is committed as
-`worker-setup:<key>`. The key covers the base image, the command and the dependency files, so the
-next run on the same repository starts warm. The agent's own sandbox never has a network.
+`pip install -e .[test]` runs once, on a throwaway copy of the tree, as the sandbox user; the
+container is committed as `worker-setup:<key>`, so the next run on the same repository starts
+warm. Installing runs the project's own build code, so its network is fenced
+(sandbox/setup_network.py): by default the package index alone. The index and proxy variables a
+pip user has set, and the extra ones named in `SetupSpec.env_names` (a private index's token),
+reach the set-up command through its exec environment only: never the container's configuration
+(so never the committed image's), never a file, never a progress line. Their names, the network
+mode and the allowed hosts are part of the key; their values are not. The agent's own sandbox
+never has a network.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from dataclasses import replace
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import docker
@@ -19,7 +28,20 @@ import docker.errors
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox
-from sandbox.errors import SandboxError
+from sandbox.errors import SandboxError, SandboxUsageError
+from sandbox.image import DEFAULT_IMAGE
+from sandbox.results import CommandResult
+from sandbox.setup_network import (
+    INDEX_VARIABLES,
+    NETWORK_MODES,
+    PROXY_VARIABLES,
+    NetworkMode,
+    NetworkPlan,
+    ProxyFence,
+    attach,
+    network_error_in,
+    plan_network,
+)
 from sandbox.workspace import make_run_dir, remove_dir, snapshot
 
 SETUP_REPOSITORY = "worker-setup"
@@ -39,13 +61,182 @@ DEPENDENCY_FILES = (
     "package.json",
     "package-lock.json",
 )
+TAIL_LINES = 15
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_URL_SECRET = re.compile(r"://[^/@\s]+@")
 
 
-def setup_key(client: docker.DockerClient, *, base_image: str, command: str, repo: Path) -> str:
-    """Hash of the base image id, the set-up command and the dependency files' contents."""
+@dataclass(frozen=True, kw_only=True)
+class SetupSpec:
+    """One dependency set-up: its command, its network, the host variables it also gets."""
+
+    command: str
+    network: NetworkMode = "index"
+    env_names: tuple[str, ...] = ()  # read from os.environ at run time, passed to set-up only
+    timeout_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        bad = [n for n in self.env_names if not _NAME.match(n)]
+        if bad:
+            raise SandboxUsageError(f"not an environment variable name: {', '.join(bad)}")
+        if self.network not in NETWORK_MODES:
+            raise SandboxUsageError(
+                f"set-up network must be one of {', '.join(NETWORK_MODES)}: {self.network}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupResult:
+    """The set-up image and how it came to be; `allowed_hosts` is empty unless `index`."""
+
+    image: str
+    cached: bool
+    duration_s: float
+    network: str
+    allowed_hosts: tuple[str, ...]
+
+
+class SetupFailed(SandboxError):
+    """The set-up command failed or ran out of time; `str()` is one line naming both."""
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        tail: str,
+        network_error: str | None,
+        setup_network: str,
+        how: str,
+        timed_out: bool = False,
+    ) -> None:
+        self.command = command
+        self.tail = tail
+        self.network_error = network_error
+        self.setup_network = setup_network
+        self.timed_out = timed_out
+        shown = " ".join(command.split())
+        shown = shown if len(shown) <= 100 else shown[:97] + "..."
+        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+        cause = network_error or last or "no output"
+        super().__init__(f"set-up command {how}, network {setup_network}: `{shown}`: {cause}"[:400])
+
+
+def setup_key(
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    repo: Path,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """Hash of the base image id, the command, the network (mode, allowed hosts, the names of
+    the variables passed: never their values) and the dependency files' contents."""
+    plan = plan_network(spec.network, env_names=spec.env_names, environ=_environ(environ))
+    return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan)
+
+
+def prepare_setup_image(
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    repo: Path,
+    limits: Limits,
+    isolation: Isolation = HARDENED,
+    progress: Callable[[str], None] = lambda _m: None,
+    egress_network: str = "bridge",
+    environ: Mapping[str, str] | None = None,
+    proxy_image: str = DEFAULT_IMAGE,
+) -> SetupResult:
+    """The set-up image for `repo`, built now unless already cached.
+
+    `egress_network` is where set-up reaches the outside: the proxy's second network in `index`
+    mode, the set-up container's own in `full`. `proxy_image` holds tinyproxy (the sandbox
+    image does). Raises SetupFailed when the command fails or times out."""
+    started = time.monotonic()
+    env_source = _environ(environ)
+    plan = plan_network(spec.network, env_names=spec.env_names, environ=env_source)
+    key = _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan)
+    tag = f"{SETUP_REPOSITORY}:{key}"
+
+    def result(cached: bool) -> SetupResult:
+        return SetupResult(
+            image=tag,
+            cached=cached,
+            duration_s=round(time.monotonic() - started, 3),
+            network=spec.network,
+            allowed_hosts=plan.allowed_hosts,
+        )
+
+    try:
+        client.images.get(tag)
+        progress(f"set-up cached: {tag}")
+        return result(True)
+    except docker.errors.ImageNotFound:
+        pass
+    missing = [n for n in spec.env_names if n not in env_source]
+    if missing:
+        raise SandboxUsageError(f"set-up needs {', '.join(missing)}: not set in the environment")
+    where = f"only {', '.join(plan.allowed_hosts)}" if spec.network == "index" else spec.network
+    for note in plan.notes:
+        progress(note)
+    progress(f"set-up (network: {where}): {spec.command}")
+    run_dir = make_run_dir("worker-setup-")
+    try:
+        workspace = snapshot(repo, run_dir)
+        with ExitStack() as stack:
+            fence = None
+            target = egress_network if spec.network == "full" else None
+            if spec.network == "index":
+                fence = stack.enter_context(
+                    ProxyFence(
+                        client=client,
+                        image=proxy_image,
+                        plan=plan,
+                        egress_network=egress_network,
+                        config_dir=run_dir / "proxy",
+                    )
+                )
+                target = fence.network
+            box = DockerSandbox(
+                client=client,
+                image=base_image,
+                workspace=workspace.path,
+                control_dir=run_dir / "control",
+                limits=limits,
+                log_dir=run_dir / "logs",
+                # A writable root: that is what set-up is for; the result is committed, and the
+                # agent's sandbox gets neither it nor any network. With a network, the host's CA
+                # bundle is mounted (DockerSandbox does that for a networked container).
+                isolation=replace(isolation, network=spec.network != "none", read_only_root=False),
+                labels={"worker.phase": "setup"},
+            )
+            stack.enter_context(box)
+            if target is not None and target != "bridge":
+                attach(client, box.container_id, target)
+            env = plan.command_env(fence.url if fence else None)
+            ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
+            refused = fence.refused_hosts() if fence else ()
+            if not ran.ok:
+                raise _failure(spec, plan, ran, refused, secrets=_secrets(spec, env_source))
+            if refused:  # it did without them; the user may want to know all the same
+                progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
+            _commit(client, box.container_id, base_image=base_image, tag=key, spec=spec)
+    finally:
+        remove_dir(run_dir)
+    done = result(False)
+    progress(f"set-up done in {done.duration_s:.1f}s, cached as {tag}")
+    return done
+
+
+def _key(
+    client: docker.DockerClient, *, base_image: str, spec: SetupSpec, repo: Path, plan: NetworkPlan
+) -> str:
     digest = hashlib.sha256()
     digest.update(client.images.get(base_image).id.encode())
-    digest.update(b"\0" + command.encode() + b"\0")
+    for part in (spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts):
+        digest.update(b"\0" + part.encode())
+    digest.update(b"\0")
     names = sorted({*DEPENDENCY_FILES, *(p.name for p in repo.glob("requirements*.txt"))})
     for name in names:
         path = repo / name
@@ -54,51 +245,65 @@ def setup_key(client: docker.DockerClient, *, base_image: str, command: str, rep
     return digest.hexdigest()[:24]
 
 
-def prepare_setup_image(
-    client: docker.DockerClient,
+def _commit(
+    client: docker.DockerClient, container_id: str, *, base_image: str, tag: str, spec: SetupSpec
+) -> None:
+    """Commit with the base image's own environment: the daemon merges the container's
+    variables in (only the sandbox's fixed BASE_ENV: the set-up's variables were the exec's)."""
+    base_env = client.images.get(base_image).attrs.get("Config", {}).get("Env") or []
+    labels = {"worker.setup": spec.command[:200], "worker.base": base_image}
+    client.api.commit(
+        container_id,
+        repository=SETUP_REPOSITORY,
+        tag=tag,
+        conf={"Env": base_env, "Labels": labels, "Cmd": ["sleep", "infinity"]},
+    )
+
+
+def _failure(
+    spec: SetupSpec,
+    plan: NetworkPlan,
+    ran: CommandResult,
+    refused: tuple[str, ...],
     *,
-    base_image: str,
-    command: str,
-    repo: Path,
-    limits: Limits,
-    isolation: Isolation = HARDENED,
-    timeout_s: float = 900.0,
-    progress: Callable[[str], None] = lambda _m: None,
-) -> tuple[str, bool]:
-    """Return (image, cached): the set-up image for `repo`, built now unless already cached."""
-    key = setup_key(client, base_image=base_image, command=command, repo=repo)
-    tag = f"{SETUP_REPOSITORY}:{key}"
-    try:
-        client.images.get(tag)
-        progress(f"set-up cached: {tag}")
-        return tag, True
-    except docker.errors.ImageNotFound:
-        pass
-    progress(f"set-up: {command}")
-    run_dir = make_run_dir("worker-setup-")
-    try:
-        workspace = snapshot(repo, run_dir)
-        box = DockerSandbox(
-            client=client,
-            image=base_image,
-            workspace=workspace.path,
-            control_dir=run_dir / "control",
-            limits=limits,
-            log_dir=run_dir / "logs",
-            # Network on (with the host's CA bundle) and a writable root: that is what set-up
-            # is for; the result is committed, and the agent's sandbox gets neither.
-            isolation=replace(isolation, network=True, read_only_root=False),
-            labels={"worker.phase": "setup"},
+    secrets: list[str],
+) -> SetupFailed:
+    output = _redact(ran.output, secrets)
+    tail = "\n".join(output.rstrip().splitlines()[-TAIL_LINES:])
+    network_error = network_error_in(output)
+    if refused:
+        network_error = (
+            f"the set-up proxy refused {', '.join(refused[:5])}: index mode reaches "
+            f"{', '.join(plan.allowed_hosts)} only (an index named in PIP_INDEX_URL or "
+            "UV_INDEX_URL joins them; --setup-network full allows any host)"
         )
-        with box:
-            result = box.run(command, timeout_s=timeout_s)
-            if not result.ok:
-                raise SandboxError(
-                    f"set-up command failed ({result.describe()}): {command}\n"
-                    + result.output[-2000:]
-                )
-            box.commit(repository=SETUP_REPOSITORY, tag=key, labels={"worker.setup": command[:200]})
-    finally:
-        remove_dir(run_dir)
-    progress(f"set-up done in {result.duration_s:.1f}s, cached as {tag}")
-    return tag, False
+    how = (
+        f"timed out after {ran.duration_s:.0f}s" if ran.timed_out else f"failed ({ran.describe()})"
+    )
+    return SetupFailed(
+        command=spec.command,
+        tail=tail,
+        network_error=network_error,
+        setup_network=spec.network,
+        how=how,
+        timed_out=ran.timed_out,
+    )
+
+
+def _secrets(spec: SetupSpec, environ: Mapping[str, str]) -> list[str]:
+    """Values never to repeat: the named variables', and passwords inside index/proxy URLs."""
+    values = [environ[n] for n in spec.env_names if len(environ.get(n, "")) >= 4]
+    for name in (*INDEX_VARIABLES, *PROXY_VARIABLES):
+        for match in _URL_SECRET.finditer(environ.get(name, "")):
+            values.append(match.group(0)[3:-1])
+    return sorted(set(values), key=len, reverse=True)
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for value in secrets:
+        text = text.replace(value, "****")
+    return text
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ

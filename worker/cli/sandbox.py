@@ -13,6 +13,7 @@ from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
+from sandbox.setup_cache import SetupSpec
 from sandbox.testrun import detect_test_command
 from sandbox.testrun import run_tests as run_test_cmd
 from sandbox.workspace import make_run_dir, remove_dir
@@ -78,7 +79,7 @@ def run_tests(args: argparse.Namespace) -> int:
         isolation=config.isolation,
         repo=repo,
         image=args.image or config.image,
-        setup=args.setup or config.setup,
+        setup=SetupSpec(command=cmd) if (cmd := args.setup or config.setup) else None,
         limits=config.limits,
         progress=_progress,
     )

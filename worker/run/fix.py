@@ -19,6 +19,7 @@ from policies.config import WorkerConfig
 from policies.limits import edited_test_timeout
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
+from sandbox.setup_cache import SetupSpec
 from sandbox.testrun import TestRun, detect_test_command
 from sandbox.testrun_cache import TestRunCache
 from sandbox.verdict import judge
@@ -132,7 +133,7 @@ class FixRun:
             isolation=config.isolation,
             repo=req.repo,
             image=config.image,
-            setup=config.setup,
+            setup=SetupSpec(command=config.setup) if config.setup else None,
             limits=config.limits,
             progress=self.progress.say,
         )
