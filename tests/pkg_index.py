@@ -184,7 +184,8 @@ def package_index(
 
 @contextlib.contextmanager
 def bridge_network(client: docker.DockerClient, *, internal: bool = False) -> Iterator[str]:
-    """A user-defined bridge network of the test's own, removed on exit."""
+    """A user-defined bridge network of the test's own, removed on exit, whatever is still
+    attached (a fixture torn down after this one: its container goes later, by itself)."""
     net = client.networks.create(
         f"worker-test-net-{uuid.uuid4().hex[:10]}",
         driver="bridge",
@@ -194,13 +195,18 @@ def bridge_network(client: docker.DockerClient, *, internal: bool = False) -> It
     try:
         yield str(net.name)
     finally:
-        for _ in range(20):
+        for attempt in range(20):
             try:
+                net.reload()
+                for container_id in net.attrs.get("Containers") or {}:
+                    net.disconnect(container_id, force=True)
                 net.remove()
                 break
             except docker.errors.NotFound:
                 break
             except docker.errors.APIError:
+                if attempt == 19:
+                    raise
                 time.sleep(0.1)
 
 
