@@ -8,6 +8,10 @@ key by key; a list replaces the list below it. Path deny lists add to the built-
 `allow_edit_tests = true`.
 
     test_cmd = "pytest -q"
+    setup = "pip install -e .[test]"   (or false: none; absent: inferred from the repository)
+    setup_network = "index"            (index, full or none)
+    setup_env = ["MY_INDEX_TOKEN"]     (host variables passed to set-up only)
+    setup_timeout_s = 900
     preset = "strict"
     [limits]    cpus, memory_mb, pids, tmp_mb, workspace_mb, command_timeout_s, total_timeout_s
     [budgets]   max_steps, max_tokens, max_cost_usd, max_wall_s, max_completion_tokens
@@ -46,6 +50,9 @@ TOOL_MODES: tuple[str, ...] = ("auto", "native", "json_schema", "text")
 EditTools = Literal["patch", "replace", "both"]
 EDIT_TOOLS: tuple[str, ...] = ("patch", "replace", "both")
 PRESETS: tuple[str, ...] = ("default", "strict", "ci")
+SetupNetwork = Literal["index", "full", "none"]
+SETUP_NETWORKS: tuple[str, ...] = ("index", "full", "none")
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _SECTIONS = ("limits", "budgets", "paths", "output")
 
 
@@ -102,7 +109,10 @@ def config_schema() -> dict[str, Any]:
         {
             "preset": {"enum": list(PRESETS)},
             "test_cmd": text,
-            "setup": text,
+            "setup": {"oneOf": [text, {"const": False}]},
+            "setup_network": {"enum": list(SETUP_NETWORKS)},
+            "setup_env": {"type": "array", "items": {"type": "string", "pattern": ENV_NAME}},
+            "setup_timeout_s": pos_num,
             "image": text,
             "tool_mode": {"enum": list(TOOL_MODES)},
             "edit_tools": {"enum": list(EDIT_TOOLS)},
@@ -147,6 +157,14 @@ class WorkerConfig:
     preset: str = "default"
     test_cmd: str | None = None
     setup: str | None = None
+    # With no `setup` given, one is inferred from the repository's files (`setup = false` or
+    # --no-setup: none at all).
+    setup_infer: bool = True
+    # What the set-up phase may reach: only the package index, through a filtering proxy
+    # (index), the default bridge network (full), or nothing (none).
+    setup_network: SetupNetwork = "index"
+    setup_env: tuple[str, ...] = ()  # host variables passed to set-up only (a private index's)
+    setup_timeout_s: float = 900.0
     image: str | None = None
     limits: Limits = field(default_factory=Limits)
     isolation: Isolation = field(default_factory=Isolation)
@@ -309,7 +327,11 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
     return WorkerConfig(
         preset=preset,
         test_cmd=merged.get("test_cmd"),
-        setup=merged.get("setup"),
+        setup=merged.get("setup") or None,
+        setup_infer=merged.get("setup") is not False,
+        setup_network=merged.get("setup_network", "index"),
+        setup_env=tuple(dict.fromkeys(merged.get("setup_env", ()))),
+        setup_timeout_s=float(merged.get("setup_timeout_s", 900.0)),
         image=merged.get("image"),
         limits=Limits(**merged.get("limits", {})),
         isolation=Isolation(**merged.get("sandbox", {})),

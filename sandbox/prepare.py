@@ -42,11 +42,15 @@ def prepare(
     limits: Limits,
     progress: Callable[[str], None],
     isolation: Isolation = HARDENED,
+    before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
 ) -> Prepared:
-    """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up."""
+    """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up;
+    `before_setup(client, image)` runs once the image is there, before the set-up does."""
     if backend == "local":
         progress(LOCAL_SANDBOX_WARNING)
         sweep_leftovers(None, progress=progress)
+        if before_setup is not None:
+            before_setup(None, "")
         return Prepared(
             backend=backend,
             isolation=isolation,
@@ -63,6 +67,8 @@ def prepare(
     # The set-up's filtering proxy runs from the default image (it holds tinyproxy).
     if name == DEFAULT_IMAGE or (setup is not None and setup.network == "index"):
         ensure_image(client, progress=progress)
+    if before_setup is not None:
+        before_setup(client, name)
     done = None
     if setup is not None:
         done = prepare_setup_image(

@@ -61,6 +61,14 @@ DEPENDENCY_FILES = (
     "package.json",
     "package-lock.json",
 )
+#: Where else the set-up inference (sandbox/setup_infer.py) reads requirements from.
+DEPENDENCY_GLOBS = (
+    "*requirements*.txt",
+    "requirements/*.txt",
+    "requirements/*.in",
+    "tests/requirements*.txt",
+    "tox.ini",
+)
 TAIL_LINES = 15
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _URL_SECRET = re.compile(r"://[^/@\s]+@")
@@ -229,6 +237,14 @@ def prepare_setup_image(
     return done
 
 
+def dependency_files(repo: Path) -> list[str]:
+    """The files whose content decides what a set-up installs (and so its cache key)."""
+    found = {*DEPENDENCY_FILES}
+    for pattern in DEPENDENCY_GLOBS:
+        found.update(p.relative_to(repo).as_posix() for p in sorted(repo.glob(pattern))[:50])
+    return sorted(found)
+
+
 def _key(
     client: docker.DockerClient, *, base_image: str, spec: SetupSpec, repo: Path, plan: NetworkPlan
 ) -> str:
@@ -237,8 +253,7 @@ def _key(
     for part in (spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts):
         digest.update(b"\0" + part.encode())
     digest.update(b"\0")
-    names = sorted({*DEPENDENCY_FILES, *(p.name for p in repo.glob("requirements*.txt"))})
-    for name in names:
+    for name in dependency_files(repo):
         path = repo / name
         if path.is_file() and not path.is_symlink():
             digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")

@@ -186,7 +186,15 @@ def test_setup_is_cached_and_its_result_is_in_the_next_sandbox(
     assert again.cached and again.image == image
     # A change to a dependency file means a new key.
     (repo / "requirements.txt").write_text("requests\n")
-    assert setup_key(docker_client, base_image=sandbox_image, spec=spec, repo=repo) != key
+    changed = setup_key(docker_client, base_image=sandbox_image, spec=spec, repo=repo)
+    assert changed != key
+    # So does one the inferred set-up reads below the root, or tox.ini's deps.
+    for rel in ("requirements/test.txt", "tox.ini"):
+        (repo / rel).parent.mkdir(exist_ok=True)
+        (repo / rel).write_text("[testenv]\ndeps = pytest-mock\n")
+        now = setup_key(docker_client, base_image=sandbox_image, spec=spec, repo=repo)
+        assert now != changed, rel
+        changed = now
     # The agent's sandbox, started from the cached image: the set-up result is there, the
     # network is not.
     from sandbox.session import open_session
@@ -223,11 +231,14 @@ def test_setup_reaches_pypi_then_the_sandbox_is_offline(make_repo, sandbox_image
     assert proc.stdout.startswith("1 passed")
 
 
-def test_failing_setup_is_exit_3(make_repo, sandbox_image):
+def test_failing_setup_is_exit_6_the_projects_environment(make_repo, sandbox_image):
     repo = make_repo(FAILING)
-    proc = worker("sandbox", "run-tests", "--repo", str(repo), "--setup", "exit 7")
-    assert proc.returncode == 3
-    assert "set-up command failed" in proc.stderr
+    proc = worker(
+        "sandbox", "run-tests", "--repo", str(repo), "--setup", "echo no-such-dep; exit 7"
+    )
+    assert proc.returncode == 6
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "set-up command failed (exit 7" in last and "no-such-dep" in last
 
 
 def test_local_backend_is_explicit_and_loudly_weaker(make_repo):

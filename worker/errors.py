@@ -16,6 +16,12 @@ class EnvironmentProblem(WorkerError, RuntimeError):
     """Something outside the user's call is missing or broken (the model endpoint, say)."""
 
 
+class ProjectEnvironment(EnvironmentProblem):
+    """The project's own environment is broken before any change (its set-up failed, its tests
+    import what is not installed, it needs another Python): no edit of the code mends that, so
+    the run stops before the first model call."""
+
+
 class OutOfSpace(EnvironmentProblem):
     """A disk the worker writes to (the --out folder, the temp folder) is full."""
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from policies.errors import ConfigError, PolicyRefusal
 from sandbox.errors import SandboxError, SandboxTimeSpent, SandboxUsageError
+from sandbox.setup_cache import SetupFailed
+from sandbox.setup_choice import WrongPython
 from worker.ci.errors import FlakyOnly, Unverified
-from worker.errors import EnvironmentProblem, UsageError
+from worker.errors import EnvironmentProblem, ProjectEnvironment, UsageError
 from worker.loop.endings import RunEnded
 from worker.publish.errors import NotPublished
 
@@ -15,6 +17,7 @@ EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
 EXIT_FLAKY_ONLY = 4  # worker ci: every failure was flaky; no model call made
 EXIT_UNVERIFIED = 5  # worker ci: fixed by exit code only, without --allow-exit-code-only
+EXIT_PROJECT_ENVIRONMENT = 6  # set-up failed, a module the tests import is missing, wrong Python
 EXIT_INTERRUPTED = 130
 
 #: First match wins: a spent sandbox time is a budget (1) before it is a sandbox error (3).
@@ -29,6 +32,9 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (ConfigError, EXIT_USAGE),
     (PolicyRefusal, EXIT_USAGE),
     (SandboxUsageError, EXIT_USAGE),
+    (ProjectEnvironment, EXIT_PROJECT_ENVIRONMENT),
+    (SetupFailed, EXIT_PROJECT_ENVIRONMENT),
+    (WrongPython, EXIT_PROJECT_ENVIRONMENT),
     (SandboxError, EXIT_ENVIRONMENT),
     (EnvironmentProblem, EXIT_ENVIRONMENT),
 )

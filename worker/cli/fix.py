@@ -15,11 +15,13 @@ from pathlib import Path
 
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
+from sandbox.setup_choice import worker_home
 from sandbox.workspace import remove_dir
 from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED, EXPECTED, exit_code_for
 from worker.cli.loop_flags import add_loop_arguments
 from worker.cli.out_of_space import known_error
 from worker.cli.progress import ProgressPrinter
+from worker.cli.setup_flags import add_setup_arguments, setup_overrides
 from worker.errors import UsageError
 from worker.llm import pricing
 from worker.loop.trace import Trace
@@ -46,7 +48,7 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
     p.add_argument("--model", default=None, help="model name (or WORKER_MODEL; 'local' = bundled)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible URL (or OPENAI_BASE_URL)")
     p.add_argument("--test-cmd", default=None, help="test command (detected when absent)")
-    p.add_argument("--setup", default=None, help="dependency set-up command, network on, cached")
+    add_setup_arguments(p)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=None)
     p.add_argument("--max-cost", type=float, default=None, help="USD")
@@ -156,7 +158,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
         preset=args.policy,
         overrides={
             "test_cmd": args.test_cmd,
-            "setup": args.setup,
+            **setup_overrides(args),
             "image": args.image,
             "max_steps": args.max_steps,
             "max_tokens": args.max_tokens,
@@ -207,7 +209,7 @@ def choose_endpoint(args: argparse.Namespace, config: WorkerConfig) -> Endpoint:
 
 
 def default_out_dir(repo: Path) -> Path:
-    base = Path(os.environ.get("WORKER_HOME") or Path.home() / ".cache" / "worker") / "runs"
+    base = worker_home() / "runs"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return base / f"{repo.name}-{stamp}-{os.getpid()}"
 

@@ -7,16 +7,20 @@ import json
 import sys
 from pathlib import Path
 
+import docker
+
 from policies.config import load_config
 from sandbox.client import connect
 from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.missing_modules import missing_modules
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
-from sandbox.setup_cache import SetupSpec
+from sandbox.setup_choice import check_python, choose_setup, image_python, worker_home
 from sandbox.testrun import detect_test_command
 from sandbox.testrun import run_tests as run_test_cmd
 from sandbox.workspace import make_run_dir, remove_dir
+from worker.cli.setup_flags import add_setup_arguments, setup_overrides
 from worker.errors import UsageError
 
 
@@ -49,7 +53,7 @@ def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
     run = sbox.add_parser("run-tests", help="run a repository's tests in the sandbox")
     run.add_argument("--repo", type=Path, required=True)
     run.add_argument("--test-cmd", default=None)
-    run.add_argument("--setup", default=None, help="dependency set-up command (network on)")
+    add_setup_arguments(run)
     run.add_argument("--image", default=None)
     run.add_argument("--timeout", type=float, default=None, help="seconds for the test command")
     run.add_argument("--policy", default=None, help="preset: default, strict or ci")
@@ -73,13 +77,21 @@ def run_tests(args: argparse.Namespace) -> int:
     repo = args.repo.resolve()
     if not repo.is_dir():
         raise UsageError(f"repository not found: {args.repo}")
-    config = load_config(repo, preset=args.policy)
+    config = load_config(repo, preset=args.policy, overrides=setup_overrides(args))
+    choice = choose_setup(repo, config)
+
+    def before_setup(client: docker.DockerClient | None, image: str) -> None:
+        if said := choice.describe():
+            _progress(said)
+        check_python(choice, image_python(client, image, cache_dir=worker_home()), image=image)
+
     prepared = prepare(
         backend=args.backend,
         isolation=config.isolation,
         repo=repo,
         image=args.image or config.image,
-        setup=SetupSpec(command=cmd) if (cmd := args.setup or config.setup) else None,
+        setup=choice.spec,
+        before_setup=before_setup,
         limits=config.limits,
         progress=_progress,
     )
@@ -107,6 +119,8 @@ def run_tests(args: argparse.Namespace) -> int:
     finally:
         if not keep:
             remove_dir(run_dir)
+    for missing in missing_modules(test_run, repo) if not test_run.passed else []:
+        _progress(f"environment: {missing.describe()}; {choice.said()}")
     summary = test_run.to_dict()
     if not keep:
         summary["log"] = None

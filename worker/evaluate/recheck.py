@@ -20,7 +20,7 @@ from policies.paths import PathPolicy
 from sandbox.errors import SandboxError
 from sandbox.prepare import prepare
 from sandbox.session import workspace_owner
-from sandbox.setup_cache import SetupSpec
+from sandbox.setup_choice import choose_setup
 from sandbox.testrun import TestRun, detect_test_command
 from sandbox.verdict import TOKEN_PROPERTY, tampering
 from sandbox.verify import verify_patch
@@ -80,7 +80,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         backend="docker",
         repo=repo,
         image=config.image,
-        setup=SetupSpec(command=config.setup) if config.setup else None,
+        setup=choose_setup(repo, config).spec,  # as the run itself chose it
         limits=config.limits,
         progress=lambda _line: None,
         isolation=config.isolation,

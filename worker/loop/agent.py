@@ -153,7 +153,9 @@ class Agent:
     second_choices: int = 0
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     model_seconds: float = 0.0
-    _start: float = field(default_factory=time.monotonic)
+    # When the run's clock started (time.monotonic()): the wiring passes the run's own start,
+    # so the baseline and the line ranking count against max_wall_s as the loop does.
+    started_at: float = field(default_factory=time.monotonic)
     _claims: int = 0
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _warmer: float | None = None  # the next call's temperature; None: the configured one
@@ -172,7 +174,7 @@ class Agent:
         """Loop until the harness verifies a fix, or a budget, repeat or give-up ends it."""
         specs = self.env.tool_specs()
         if self.budgets.max_wall_s is not None:  # test runs too end within the time budget
-            self.env.end_by(self._start + self.budgets.max_wall_s)
+            self.env.end_by(self.started_at + self.budgets.max_wall_s)
         if self.first_tools and self.edit_samples > 1 and not self.converse:
             # Samples only: no reply can call another tool, so no other one is described (a
             # shorter prompt, re-sent with every sample).
@@ -352,7 +354,7 @@ class Agent:
         return self._check_done(messages, idle=idle)
 
     def _check_budgets(self) -> None:
-        self.usage = replace(self.usage, elapsed_s=time.monotonic() - self._start)
+        self.usage = replace(self.usage, elapsed_s=time.monotonic() - self.started_at)
         reason = check(self.budgets, self.usage)
         if reason:
             raise BudgetExhausted(reason)
@@ -360,7 +362,7 @@ class Agent:
     def _time_left(self) -> float | None:
         if self.budgets.max_wall_s is None:
             return None
-        return self.budgets.max_wall_s - (time.monotonic() - self._start)
+        return self.budgets.max_wall_s - (time.monotonic() - self.started_at)
 
     def _ask(self, messages: list[dict[str, Any]], specs: list[ToolSpec]) -> ModelReply:
         """One model answer the loop can use; an answer cut off by length is not one.
@@ -400,7 +402,7 @@ class Agent:
                 break
             except CallOutOfTime as exc:
                 self.model_seconds += time.monotonic() - started
-                self.usage = replace(self.usage, elapsed_s=time.monotonic() - self._start)
+                self.usage = replace(self.usage, elapsed_s=time.monotonic() - self.started_at)
                 raise BudgetExhausted(
                     f"time budget exhausted during a model call: {self.usage.elapsed_s:.0f}s of "
                     f"{self.budgets.max_wall_s:.0f}s elapsed (max_wall_s); {exc}"
@@ -509,7 +511,7 @@ class Agent:
                     observation, self.last_tests if observation.changed_files else None
                 ),
                 tokens=self.usage.tokens,
-                elapsed_s=time.monotonic() - self._start,
+                elapsed_s=time.monotonic() - self.started_at,
             )
         )
         if verdict == "stop":
@@ -556,7 +558,7 @@ class Agent:
                 target="",
                 outcome=tests.headline(),
                 tokens=self.usage.tokens,
-                elapsed_s=time.monotonic() - self._start,
+                elapsed_s=time.monotonic() - self.started_at,
             )
         )
         patch = self.env.diff()

@@ -10,23 +10,29 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+import docker
 
 from policies.budgets import answer_cap
 from policies.config import WorkerConfig
 from policies.limits import edited_test_timeout
+from sandbox.missing_modules import missing_modules
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
-from sandbox.setup_cache import SetupSpec
+from sandbox.setup_cache import SetupFailed
+from sandbox.setup_choice import check_python as check_python_of
+from sandbox.setup_choice import choose_setup, image_python, worker_home
 from sandbox.testrun import TestRun, detect_test_command
 from sandbox.testrun_cache import TestRunCache
 from sandbox.verdict import judge
-from worker.errors import UsageError
+from worker.errors import ProjectEnvironment, UsageError
 from worker.llm import pricing
 from worker.llm.process import ModelProcess
 from worker.loop.trace import Trace
+from worker.run.clock import RunClock
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.preload import preloaded
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
@@ -104,8 +110,12 @@ class FixRun:
     # The model client's process, when the command line started it before its own imports;
     # else `run` starts one. Either way the run closes it.
     client: ModelProcess | None = None
+    clock: RunClock = field(default_factory=lambda: RunClock(limit_s=None))
+    # Which set-up ran, for a baseline that cannot import what it needs (prepare_sandbox).
+    setup_said: str = "no set-up ran: pass --setup 'pip install ...'"
 
     def run(self) -> str:
+        self.clock = RunClock(limit_s=self.request.config.budgets.max_wall_s)
         # The model client's process starts first: the openai SDK (most of our start-up time)
         # loads on another core while the sandbox starts and the baseline runs.
         with contextlib.ExitStack() as stack:
@@ -125,18 +135,46 @@ class FixRun:
             return result.reason
 
     def prepare_sandbox(self) -> Prepared:
-        """The daemon, the image and any set-up image, before the model or the copy."""
+        """The daemon, the image and the set-up image (given, or inferred from the repository's
+        files), before the model or the copy. Set-up has a limit of its own: its time is left
+        out of the run's clock."""
         req, config = self.request, self.request.config
         started = time.monotonic()
-        prepared = prepare(
-            backend=req.backend,
-            isolation=config.isolation,
-            repo=req.repo,
-            image=config.image,
-            setup=SetupSpec(command=config.setup) if config.setup else None,
-            limits=config.limits,
-            progress=self.progress.say,
-        )
+        choice = choose_setup(req.repo, config)
+        self.setup_said = choice.said()
+        self.report.setup = setup = choice.to_dict()
+
+        def check_python(client: docker.DockerClient | None, image: str) -> None:
+            if said := choice.describe():
+                self.progress.say(said)
+            for note in choice.plan.notes if choice.plan and choice.spec else ():
+                self.progress.say(f"set-up: not followed: {note}")
+            python = image_python(client, image, cache_dir=worker_home())
+            setup["python"] = ".".join(map(str, python)) if python else None
+            check_python_of(choice, python, image=image or "(the host)")
+
+        try:
+            prepared = prepare(
+                backend=req.backend,
+                isolation=config.isolation,
+                repo=req.repo,
+                image=config.image,
+                setup=choice.spec,
+                limits=config.limits,
+                progress=self.progress.say,
+                before_setup=check_python,
+            )
+        except SetupFailed as exc:
+            setup["error"] = str(exc)
+            for line in exc.tail.splitlines()[-15:]:
+                self.progress.say(f"  | {line}")
+            raise
+        if prepared.setup is not None:
+            done = prepared.setup
+            setup |= {"image": done.image, "cached": done.cached, "duration_s": done.duration_s}
+            setup["allowed_hosts"] = list(done.allowed_hosts)
+            if not done.cached:
+                self.clock.leave_out(done.duration_s)
         weakened = config.isolation.weakened() if req.backend == "docker" else []
         self.report.sandbox = req.backend + (
             f" (weakened: {', '.join(weakened)})" if weakened else ""
@@ -202,7 +240,8 @@ class FixRun:
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
         test_cmd = config.test_cmd or detect_test_command(session.workspace.path)
         started = time.monotonic()
-        baseline = tests.run(test_cmd=test_cmd, timeout_s=self.request.test_timeout_s)
+        timeout_s = self.clock.cap(self.request.test_timeout_s, what="the tests before any change")
+        baseline = tests.run(test_cmd=test_cmd, timeout_s=timeout_s)
         self.report.test_cmd = baseline.command  # what really ran, flags and all
         if self.request.backend == "docker":
             cap = self.request.config.limits.workspace_mb
@@ -213,6 +252,8 @@ class FixRun:
         self.trace.event("tests_before", command=baseline.command, headline=baseline.headline())
         self.progress.say(f"tests before: {baseline.headline()}")
         _check_baseline(baseline)
+        if not baseline.passed:
+            _check_environment(baseline, session.workspace.path, self.setup_said)
         return baseline
 
     def run_loop(
@@ -291,6 +332,7 @@ class FixRun:
             second_choices=(LOCAL_SECOND_CHOICES if req.endpoint.local else 0)
             if config.second_choices is None
             else config.second_choices,
+            started_at=self.clock.started,
         )
         with env:  # the clean check's sandbox starts now, while the model works
             try:
@@ -307,7 +349,10 @@ class FixRun:
             return []
         started = time.monotonic()
         files = [f.test_id.split("::")[0] for f in baseline.summary.failures]
-        timeout = min(self.request.test_timeout_s or LOCATE_TIMEOUT_S, LOCATE_TIMEOUT_S)
+        timeout = self.clock.cap(
+            min(self.request.test_timeout_s or LOCATE_TIMEOUT_S, LOCATE_TIMEOUT_S),
+            what="the line ranking",
+        )
         counts = count_lines(
             session.box, test_cmd=baseline.test_cmd, test_files=files, timeout_s=timeout
         )
@@ -377,6 +422,19 @@ def _check_baseline(baseline: TestRun) -> None:
         )
     if baseline.summary is not None and baseline.summary.total == 0 and result.exit_code == 5:
         raise UsageError("the test command collected no tests: pass --test-cmd")
+
+
+def _check_environment(baseline: TestRun, tree: Path, setup_said: str) -> None:
+    """Tests that cannot import what they need are no bug of the code: stop before any model
+    call, naming the module and the set-up that ran (or the one to pass)."""
+    missing = missing_modules(baseline, tree)
+    if not missing:
+        return
+    more = f" (and {len(missing) - 1} more: {', '.join(m.module for m in missing[1:4])})"
+    raise ProjectEnvironment(
+        f"{missing[0].describe()}{more if len(missing) > 1 else ''}; {setup_said}; "
+        "no model call made"
+    )
 
 
 def _known_tests(baseline: TestRun) -> tuple[str, ...]:

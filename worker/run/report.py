@@ -19,6 +19,7 @@ STATUS_FOR_EXIT = {
     3: "environment_error",
     4: "flaky_only",
     5: "unverified",
+    6: "project_environment",
     130: "interrupted",
 }
 
@@ -60,6 +61,8 @@ class RunReport:
     patch: str | None = None
     delivered: str | None = None
     out_dir: str | None = None
+    #: The dependency set-up: which command (given, inferred or none), from where, how it went.
+    setup: dict[str, Any] | None = None
     #: `worker ci` only: what CI saw failing, the flaky triage, the commit (docs/ci.md).
     ci: dict[str, Any] | None = None
 

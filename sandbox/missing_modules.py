@@ -1,0 +1,99 @@
+"""A broken environment told from a bug: the tests before any change fail to import a module the
+repository does not provide (or provides but never installed: a `src/` layout with no set-up).
+
+No edit of the code can mend that, so the run stops before the first model call. A module the
+repository defines at its root (`pkg/`, `pkg.py`) is the code's business: `No module named
+'pkg.helpers'` there is a bug the model may fix, and is not reported here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sandbox.testrun import TestRun
+
+NO_MODULE = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
+CANNOT_IMPORT = re.compile(r"cannot import name '\w+' from '([A-Za-z_][\w.]*)'")
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".tox", ".venv", "venv", "build"})
+_SEARCH_DEPTH = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissingModule:
+    """A module the tests could not import, and where the repository has it, if anywhere."""
+
+    module: str  # as the error named it
+    where: str  # the first test (or "the test command") that failed on it
+    ours: str | None = None  # the repository's own copy, not importable (not installed)
+    how: str = "no module"  # or "cannot import from": an installed version without the name
+
+    @property
+    def top(self) -> str:
+        return self.module.split(".")[0]
+
+    def describe(self) -> str:
+        """One line: what is missing, and why no edit of the code mends it."""
+        if self.ours is not None:
+            return (
+                f"the tests cannot import {self.module!r} ({self.where}): the repository has it "
+                f"in {self.ours}, but the project is not installed in the sandbox"
+            )
+        if self.how == "cannot import from":
+            return (
+                f"the tests fail to import from {self.module!r} ({self.where}): the installed "
+                "version lacks a name they need"
+            )
+        return f"the tests cannot import {self.module!r} ({self.where}): it is not installed"
+
+
+def missing_modules(run: TestRun, tree: Path) -> list[MissingModule]:
+    """Modules the failing tests (or the whole command, without a report) could not import and
+    that the repository does not define at its root; one entry per top-level package."""
+    found: dict[str, MissingModule] = {}
+    for where, text in _failure_texts(run):
+        for how, pattern in (("no module", NO_MODULE), ("cannot import from", CANNOT_IMPORT)):
+            for name in pattern.findall(text):
+                top = name.split(".")[0]
+                if top in found or _at_root(tree, top):
+                    continue
+                found[top] = MissingModule(
+                    module=name, where=where, ours=_elsewhere(tree, top), how=how
+                )
+    return list(found.values())
+
+
+def _failure_texts(run: TestRun) -> Iterator[tuple[str, str]]:
+    summary = run.summary
+    if summary is not None and summary.failures:
+        for failure in summary.failures:
+            yield (
+                failure.test_id,
+                "\n".join((failure.message, failure.traceback or "", failure.output or "")),
+            )
+    elif not run.passed:
+        yield "the test command", run.result.output
+
+
+def _at_root(tree: Path, top: str) -> bool:
+    return (tree / f"{top}.py").is_file() or (tree / top).is_dir() or any(tree.glob(f"{top}.*.so"))
+
+
+def _elsewhere(tree: Path, top: str) -> str | None:
+    """The repository's own package `top` below the root (`src/top`), if it has one."""
+    for folder, dirs, names in os.walk(tree):
+        depth = Path(folder).relative_to(tree).parts
+        if len(depth) >= _SEARCH_DEPTH:
+            dirs[:] = []
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        rel = Path(folder).relative_to(tree)
+        if top in dirs and (Path(folder) / top / "__init__.py").is_file():
+            return (rel / top).as_posix()
+        if f"{top}.py" in names and rel.parts and rel.parts[0] not in ("tests", "test"):
+            return (rel / f"{top}.py").as_posix()
+    return None
