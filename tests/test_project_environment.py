@@ -97,3 +97,26 @@ def test_timeout_bounds_the_whole_run_the_baseline_included(make_repo, tmp_path)
     # ended soon after: the figure in the reason is the real elapsed time.
     assert r["durations"]["tests_before"] < 12
     assert r["durations"]["total"] < 25
+
+
+def test_a_project_that_needs_another_python_is_told_so_before_anything_runs(
+    make_repo, tmp_path
+):
+    repo = make_repo(
+        {
+            "pyproject.toml": (
+                '[project]\nname = "future"\nversion = "1"\nrequires-python = ">=3.99"\n'
+            ),
+            "future.py": "X = 1\n",
+            "tests/test_future.py": "def test_x():\n    assert False\n",
+        }
+    )
+    with ScriptedServer(script=[]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert server.requests == []
+    assert proc.returncode == 6, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "requires Python >=3.99" in last and "worker sandbox build --base" in last
+    r = report(tmp_path / "out")
+    assert r["tests_before"] is None  # nothing ran: no set-up, no baseline
+    assert r["setup"]["requires_python"] == ">=3.99" and r["setup"]["python"].startswith("3.")
