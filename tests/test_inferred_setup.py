@@ -10,12 +10,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker.errors
 import pytest
 
 from tests.pkg_index import make_package_index  # noqa: F401 (a fixture, used by name)
 from tests.test_fix_cli import report, run_fix
-from tests.test_setup_network import BACKEND
+from tests.test_setup_network import (
+    BACKEND,
+    built_images,  # noqa: F401 (a fixture, used by name)
+)
 from worker.llm.scripted_server import ScriptedServer, tool_call
 
 pytestmark = pytest.mark.docker
@@ -77,19 +79,11 @@ def index_env(docker_client, make_package_index) -> Iterator[dict[str, str]]:  #
     yield {"PIP_INDEX_URL": f"http://{ip}:8000/simple/", "PIP_TRUSTED_HOST": ip}
 
 
-@pytest.fixture
-def setup_images(docker_client) -> Iterator[list[str]]:
-    made: list[str] = []
-    yield made
-    for image in made:
-        try:
-            docker_client.images.remove(image, force=True)
-        except docker.errors.ImageNotFound:
-            pass
-
-
 def test_a_project_with_dependencies_is_set_up_once_and_only_its_bug_goes_to_the_model(
-    make_repo, tmp_path, index_env, setup_images
+    make_repo,
+    tmp_path,
+    index_env,
+    built_images,  # noqa: F811
 ):
     repo = project(make_repo)
     fix = tool_call(
@@ -103,7 +97,7 @@ def test_a_project_with_dependencies_is_set_up_once_and_only_its_bug_goes_to_the
     assert proc.returncode == 0, proc.stderr
     r = report(tmp_path / "out")
     setup = r["setup"]
-    setup_images.append(setup["image"])
+    built_images.append(setup["image"])
     assert setup["source"] == "inferred" and setup["network"] == "index"
     assert setup["command"] == "python -m pip install -e '.[test]'"
     assert setup["from"] and "optional-dependencies" in setup["from"][0]

@@ -129,6 +129,7 @@ class FixRun:
             baseline = self.run_baseline(prepared, session, tests)
             if baseline.passed:
                 return NOTHING_TO_FIX
+            self.clock.cap(None, what="the model was started")  # a baseline that took it all
             model = self.open_model(stack, client)
             result = self.run_loop(prepared, session, model, baseline, tests)
             self.deliver(result.patch)
