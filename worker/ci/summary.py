@@ -1,11 +1,24 @@
-"""summary.md: the run in Markdown, for the CI run page and the pull request's body."""
+"""summary.md: the run in Markdown, for the CI run page and the pull request's body.
+
+Everything in it that the run did not write itself is hostile: test ids come from the failing
+build's JUnit artifact or a pull request's own parametrize ids, reasons quote them, the diff is
+the model's. Such text goes out only as a code span or a fenced block whose backtick run is
+longer than any inside it, or as text with every ASCII punctuation mark backslash-escaped, so
+that none of it can become a link, an image or HTML (tests/test_summary_markdown.py renders it).
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 MAX_DIFF_CHARS = 60_000  # GitHub caps a step summary at 1 MiB and a PR body at 65,536 chars
+MAX_ID_CHARS = 200  # a test id longer than this is cut (a real one is well under)
+MAX_TEXT_CHARS = 2_000  # a reason longer than this is cut
+_BLANKS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")  # line breaks and controls: one space
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # ASCII punctuation, escapable in CommonMark
+_TICKS = re.compile(r"`+")
 HEADLINE = {
     "fixed": "Fixed, verified on a clean copy",
     "not_fixed": "Not fixed",
@@ -24,28 +37,29 @@ def render_summary(report: dict[str, Any], patch: str | None) -> str:
     status = report["status"]
     nothing = status == "fixed" and not report.get("patch")
     title = "Nothing to fix: the tests pass" if nothing else HEADLINE.get(status, status)
-    lines = [f"## worker: {title}", "", f"{report['reason']}", ""]
+    lines = [f"## worker: {title}", "", text(str(report["reason"])), ""]
     real = [t for t in tests if t["kind"] == "failing"]
     flaky = [t for t in tests if t["kind"] == "flaky"]
     unknown = [t for t in tests if t["kind"] == "unknown"]
     if real:
         lines += ["### Failing tests (targeted)", ""]
-        lines += [f"- `{t['test_id']}` (failed {t['fails']} of {t['fails'] + t['passes']} re-runs)"
-                  for t in real]  # fmt: skip
+        lines += [f"- {code(t['test_id'])} (failed {int(t['fails'])} of "
+                  f"{int(t['fails']) + int(t['passes'])} re-runs)" for t in real]  # fmt: skip
         lines.append("")
     if flaky:
         lines += ["### Flaky tests (left alone)", "", "| test | passed | failed |", "|---|---|---|"]
-        lines += [f"| `{t['test_id']}` | {t['passes']} | {t['fails']} |" for t in flaky]
-        lines += ["", f"Counts are of {ci.get('reruns')} re-runs on the unchanged tree, each in a "
-                  "fresh sandbox; CI saw each fail once.", ""]  # fmt: skip
+        lines += [f"| {cell(t['test_id'])} | {int(t['passes'])} | {int(t['fails'])} |"
+                  for t in flaky]  # fmt: skip
+        reruns = int(ci.get("reruns") or 0)
+        lines += ["", f"Counts are of {reruns} re-runs on the unchanged tree, each in a fresh "
+                  "sandbox; CI saw each fail once.", ""]  # fmt: skip
     if unknown:
         lines += ["### Not in the repository (reported, not run)", ""]
-        lines += [f"- `{t['test_id']}`" for t in unknown]
+        lines += [f"- {code(t['test_id'])}" for t in unknown]
         lines.append("")
     if patch:
         shown = patch if len(patch) <= MAX_DIFF_CHARS else patch[:MAX_DIFF_CHARS] + "\n[... cut]\n"
-        fence = "````" if "```" in shown else "```"
-        lines += ["### The diff", "", f"{fence}diff", shown.rstrip("\n"), fence, ""]
+        lines += ["### The diff", "", *fenced(shown, info="diff"), ""]
     verdict = report.get("verdict") or {}
     cost = report.get("cost_usd")
     lines += [
@@ -53,17 +67,64 @@ def render_summary(report: dict[str, Any], patch: str | None) -> str:
         "",
         "| | |",
         "|---|---|",
-        f"| status | `{status}` (exit {report['exit_code']}) |",
-        f"| verified by | {verdict.get('rule', '-')} |",
-        f"| model | {report.get('model') or '-'} |",
-        f"| steps (model calls) | {report['steps']} |",
-        f"| tokens | {report['tokens_in']} in, {report['tokens_out']} out |",
-        f"| cost | {'unknown' if cost is None else f'${cost:.4f}'} |",
-        f"| time | {report.get('durations', {}).get('total', 0):.1f} s |",
-        f"| commit | `{ci.get('head_sha') or '-'}` |",
+        f"| status | {cell(status)} (exit {int(report['exit_code'])}) |",
+        f"| verified by | {cell(verdict.get('rule') or '-')} |",
+        f"| model | {cell(report.get('model') or '-')} |",
+        f"| steps (model calls) | {int(report['steps'])} |",
+        f"| tokens | {int(report['tokens_in'])} in, {int(report['tokens_out'])} out |",
+        f"| cost | {'unknown' if cost is None else f'${float(cost):.4f}'} |",
+        f"| time | {float(report.get('durations', {}).get('total', 0)):.1f} s |",
+        f"| commit | {cell(ci.get('head_sha') or '-')} |",
         "",
     ]
     return "\n".join(lines)
+
+
+def code(value: object, *, limit: int = MAX_ID_CHARS) -> str:
+    """An inline code span of `value` on one line, cut at `limit` characters: its backtick
+    run is longer than any inside, so nothing in it ends it early.
+
+    >>> code("a`b")
+    '``a`b``'
+    >>> code("`x")
+    '`` `x ``'
+    """
+    one_line = _BLANKS.sub(" ", str(value)) or " "
+    if len(one_line) > limit:
+        one_line = one_line[: limit - 1] + "\u2026"
+    ticks = "`" * (max((len(run) for run in _TICKS.findall(one_line)), default=0) + 1)
+    # A space either side is stripped by the renderer; needed where the text starts or ends
+    # with a backtick (or a space, which would be stripped instead).
+    pad = " " if one_line[0] in "` " or one_line[-1] in "` " else ""
+    return f"{ticks}{pad}{one_line}{pad}{ticks}"
+
+
+def cell(value: object) -> str:
+    """`code(value)` for a table cell: a `|` escaped, since GFM splits cells before it finds
+    code spans (the backslash is taken out again inside the span)."""
+    return code(value).replace("|", "\\|")
+
+
+def text(value: str, *, limit: int = MAX_TEXT_CHARS) -> str:
+    r"""Plain text on one line, every ASCII punctuation mark backslash-escaped: no emphasis,
+    link, image, HTML, entity or block marker can come out of it (and no autolink, whose
+    scheme's `:` or `www.`'s dot is escaped too).
+
+    >>> print(text("[a](b) <i>"))
+    \[a\]\(b\) \<i\>
+    """
+    one_line = _BLANKS.sub(" ", value).strip()
+    if len(one_line) > limit:
+        one_line = one_line[: limit - 1] + "\u2026"
+    return _PUNCTUATION.sub(r"\\\1", one_line)
+
+
+def fenced(body: str, *, info: str = "") -> list[str]:
+    """A fenced code block: its fence a backtick run longer than any in `body`, so no line of
+    it can close the block (a tilde line cannot close a backtick fence)."""
+    body = body.replace("\x00", "\ufffd").rstrip("\n")
+    fence = "`" * max(3, max((len(run) for run in _TICKS.findall(body)), default=0) + 1)
+    return [f"{fence}{info}", body, fence]
 
 
 def write_summary(out: Path, report: dict[str, Any]) -> Path:
