@@ -3,6 +3,12 @@ mutation (mutate.py), keep those that make some test fail in the sandbox, and ve
 fresh sandboxes: it fails before, and passes with the reference fix (the mutation undone).
 
     python3 bench/tasks/generate.py [--cache bench/tasks/cache] [--per-project 8] [--seed 11]
+        [--only NAME ...]
+
+A project marked `"setup": "inferred"` has dependencies: its set-up is what worker infers from
+its own files (sandbox/setup_infer.py), built once into a cached set-up image that its mutants
+are screened and its tasks verified on; its sandbox baseline is checked against the manifest's
+venv `reference`. Its tasks carry no set-up command: `worker eval` infers the same one.
 
 Writes CACHE/tasks.jsonl (with the examples/ tasks), CACHE/repos/<id>/ (one tree per task) and
 CACHE/reference/<id>.patch (outside the trees: the model never sees them). Everything under the
@@ -36,6 +42,8 @@ from policies.limits import Limits  # noqa: E402
 from sandbox.client import connect  # noqa: E402
 from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from sandbox.session import open_session, workspace_owner  # noqa: E402
+from sandbox.setup_cache import SetupSpec, prepare_setup_image  # noqa: E402
+from sandbox.setup_infer import infer_setup  # noqa: E402
 from sandbox.testrun import run_tests  # noqa: E402
 from sandbox.verify import verify_patch  # noqa: E402
 from sandbox.workspace import remove_dir, snapshot  # noqa: E402
@@ -43,6 +51,9 @@ from sandbox.workspace import remove_dir, snapshot  # noqa: E402
 LIMITS = Limits(memory_mb=1024, command_timeout_s=120, total_timeout_s=3600)
 SCREEN_TIMEOUT_S = 60.0
 GOAL = "make the failing tests pass"
+COUNTED = ("passed", "skipped", "xfailed", "xpassed", "failed", "errors")
+_COUNT = re.compile(r"(\d+) (passed|skipped|xfailed|xpassed|failed|errors?)\b")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def fetch(project: dict, sdists: Path) -> Path:
@@ -92,7 +103,58 @@ def commit_tree(tree: Path, message: str) -> None:
         subprocess.run(["git", "-C", str(tree), *args], check=True, env=env)
 
 
-def screen(project: dict, tree: Path, *, want: int, seed: int, client) -> tuple[list, list]:
+def project_image(project: dict, tree: Path, client) -> str:
+    """The image the project's tests run on: the sandbox image, or for `"setup": "inferred"`
+    the set-up worker infers from the project's files, built once (then found cached), with
+    worker's defaults (the network fenced to the package index): `worker eval` then finds it."""
+    if project.get("setup") != "inferred":
+        return DEFAULT_IMAGE
+    plan = infer_setup(tree)
+    print(f"{project['name']}: {plan.describe()}", flush=True)
+    for note in plan.notes:
+        print(f"  note: {note}")
+    if plan.command is None:
+        raise SystemExit(f"{project['name']}: marked for set-up, but nothing was inferred")
+    spec = SetupSpec(command=plan.command)
+    times = []
+    for _ in range(2):  # the second call shows what a later run on the same files pays
+        done = prepare_setup_image(
+            client, base_image=DEFAULT_IMAGE, spec=spec, repo=tree, limits=LIMITS,
+            progress=lambda line: print(f"  {line}", flush=True),
+        )  # fmt: skip
+        times.append(f"{done.duration_s:.1f}s ({'cached' if done.cached else 'built'})")
+    print(f"  set-up {' then '.join(times)}: {done.image}", flush=True)
+    return done.image
+
+
+def counts(output: str) -> dict[str, int]:
+    """pytest's closing tally ("1158 passed, 32 skipped in 8.0s") as counts by outcome."""
+    tally: dict[str, int] = {}
+    for line in reversed(_ANSI.sub("", output).splitlines()):
+        if found := _COUNT.findall(line):
+            for n, outcome in found:
+                tally["errors" if outcome.startswith("error") else outcome] = int(n)
+            break
+    return tally
+
+
+def check_reference(project: dict, output: str) -> None:
+    """The sandbox baseline against the manifest's venv reference, said either way."""
+    if "reference" not in project:
+        return
+    got = counts(output)
+    want = {k: project["reference"].get(k, 0) for k in COUNTED}
+    shown = ", ".join(f"{got.get(k, 0)} {k}" for k in COUNTED if got.get(k) or want.get(k))
+    if all(got.get(k, 0) == want[k] for k in COUNTED):
+        print(f"{project['name']}: sandbox baseline {shown}, as in the venv reference", flush=True)
+    else:
+        venv = ", ".join(f"{want[k]} {k}" for k in COUNTED if want[k])
+        print(f"{project['name']}: sandbox baseline {shown} DIFFERS from the venv's {venv}")
+
+
+def screen(
+    project: dict, tree: Path, *, want: int, seed: int, client, image: str
+) -> tuple[list, list]:
     """Mutants that make some test fail (pytest exit 1: not a crash at import, not a hang),
     tried in one sandbox on a copy of the tree, in a shuffled order balanced over kinds."""
     pool: list[Mutant] = []
@@ -115,13 +177,13 @@ def screen(project: dict, tree: Path, *, want: int, seed: int, client) -> tuple[
     used_functions: set[tuple[str, str]] = set()
     try:
         with open_session(
-            tree, client=client, image=DEFAULT_IMAGE, run_dir=run_dir, limits=LIMITS,
-            keep_logs=False,
+            tree, client=client, image=image, run_dir=run_dir, limits=LIMITS, keep_logs=False,
         ) as session:  # fmt: skip
             base = session.box.run(
                 f"{project['test_cmd']} -q -p no:cacheprovider", timeout_s=300,
                 env={"PYTHONDONTWRITEBYTECODE": "1"},
             )  # fmt: skip
+            check_reference(project, base.output)
             if base.exit_code != 0:
                 raise SystemExit(f"{project['name']}: tests fail before any bug\n{base.output}")
             for m in order:
@@ -149,7 +211,9 @@ def screen(project: dict, tree: Path, *, want: int, seed: int, client) -> tuple[
     return kept, pool
 
 
-def build_task(project: dict, tree: Path, m: Mutant, cache: Path, client) -> dict | None:
+def build_task(
+    project: dict, tree: Path, m: Mutant, cache: Path, client, image: str
+) -> dict | None:
     """One task's tree, its reference fix, and the proof: fails before, passes with the fix."""
     task_id = f"{project['name']}-{m.function.strip('_')}-{m.line}-{m.kind}"
     repo = cache / "repos" / task_id
@@ -169,16 +233,18 @@ def build_task(project: dict, tree: Path, m: Mutant, cache: Path, client) -> dic
     work = Path(tempfile.mkdtemp(prefix="worker-tasks-"))
     try:
         with open_session(
-            repo, client=client, image=DEFAULT_IMAGE, run_dir=work / "before", limits=LIMITS
+            repo, client=client, image=image, run_dir=work / "before", limits=LIMITS
         ) as session:
             before = run_tests(session.box, test_cmd=project["test_cmd"], timeout_s=300)
         if before.summary is None:
+            tail = before.result.output.strip().splitlines()[-3:]
+            print(f"  {task_id}: dropped (no test report before the fix): {' / '.join(tail)}")
             return None
         failing = sorted(before.summary.failing_ids())
         passing = sorted(t for t, o in before.summary.outcomes.items() if o == "passed")
         workspace = snapshot(repo, work / "clean", owner_uid=workspace_owner("docker"))
         after = verify_patch(
-            client=client, image=DEFAULT_IMAGE, workspace=workspace, patch=reference,
+            client=client, image=image, workspace=workspace, patch=reference,
             test_cmd=project["test_cmd"], limits=LIMITS, work_dir=work / "verify",
         )  # fmt: skip
     finally:
@@ -227,9 +293,12 @@ def main() -> int:
             continue
         sdist = fetch(project, cache / "sdists")
         tree = extract(sdist, cache / "src" / f"{project['name']}-{project['version']}")
-        kept, _ = screen(project, tree, want=args.per_project, seed=args.seed, client=client)
+        image = project_image(project, tree, client)
+        kept, _ = screen(
+            project, tree, want=args.per_project, seed=args.seed, client=client, image=image
+        )
         for m in kept:
-            task = build_task(project, tree, m, cache, client)
+            task = build_task(project, tree, m, cache, client, image)
             if task is not None:
                 tasks.append(task)
     out = cache / "tasks.jsonl"
