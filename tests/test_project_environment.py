@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_fix_cli import report, run_fix
-from worker.llm.scripted_server import ScriptedServer, text
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
 
 pytestmark = pytest.mark.docker
 
@@ -99,9 +99,7 @@ def test_timeout_bounds_the_whole_run_the_baseline_included(make_repo, tmp_path)
     assert r["durations"]["total"] < 25
 
 
-def test_a_project_that_needs_another_python_is_told_so_before_anything_runs(
-    make_repo, tmp_path
-):
+def test_a_project_that_needs_another_python_is_told_so_before_anything_runs(make_repo, tmp_path):
     repo = make_repo(
         {
             "pyproject.toml": (
@@ -120,3 +118,33 @@ def test_a_project_that_needs_another_python_is_told_so_before_anything_runs(
     r = report(tmp_path / "out")
     assert r["tests_before"] is None  # nothing ran: no set-up, no baseline
     assert r["setup"]["requires_python"] == ">=3.99" and r["setup"]["python"].startswith("3.")
+
+
+def test_a_fix_is_verified_where_the_tests_touch_their_own_fixtures(make_repo, tmp_path):
+    """jinja2's loader test `os.utime`s its template: before, the locked test files failed it in
+    the sandbox (a failure the model then chased) and in the clean re-check."""
+    repo = make_repo(
+        {
+            "loader.py": (
+                "import os\n\n\ndef stamp(path):\n    return os.stat(path).st_mtime\n\n\n"
+                "def shout(text):\n    return text.lower()\n"
+            ),
+            "tests/res/page.html": "hello\n",
+            "tests/test_loader.py": (
+                "import os, pathlib, time\nimport loader\n\n"
+                "PAGE = pathlib.Path(__file__).parent / 'res' / 'page.html'\n\n\n"
+                "def test_mtime_moves():\n"
+                "    before = loader.stamp(PAGE)\n"
+                "    os.utime(PAGE, (time.time() + 90, time.time() + 90))\n"
+                "    assert loader.stamp(PAGE) > before\n\n\n"
+                "def test_shout():\n    assert loader.shout(PAGE.read_text()) == 'HELLO\\n'\n"
+            ),
+        }
+    )
+    fix = tool_call("replace", {"path": "loader.py", "old": "text.lower()", "new": "text.upper()"})
+    with ScriptedServer(script=[fix]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["tests_before"]["failing"] == ["tests/test_loader.py::test_shout"]
+    assert r["verification"]["passed"] is True and r["verdict"]["passed"] is True
