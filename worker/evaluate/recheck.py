@@ -99,6 +99,8 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
                 limits=config.limits,
                 work_dir=work_dir,
                 isolation=prepared.isolation,
+                # Tests locked, fixtures watched, as in the run itself (sandbox/fixture_guard).
+                protect=PathPolicy().protection,
             )
         except SandboxError as exc:
             return Recheck(resolved=False, reasons=(str(exc).splitlines()[0],))
@@ -120,6 +122,9 @@ def judge_task(task: EvalTask, run: TestRun) -> Recheck:
     reasons: list[str] = []
     if run.token is not None and summary.properties.get(TOKEN_PROPERTY) != run.token:
         reasons.append("the JUnit report was not written by this run's pytest")
+    if run.result.fixtures_put_back:
+        changed = ", ".join(run.result.fixtures_put_back[:3])
+        reasons.append(f"the run changed test fixtures (put back): {changed}")
     wanted = (*task.fail_to_pass, *task.pass_to_pass)
     named = {t: summary.outcomes.get(t, "missing") for t in wanted}
     for test_id in task.fail_to_pass:
