@@ -92,6 +92,7 @@ def run_ci(args: argparse.Namespace) -> int:
         run,
         lambda: _finish(report, request.out, show, started, args),
         ordinary=(EXIT_NOT_FIXED, EXIT_FLAKY_ONLY, EXIT_UNVERIFIED),
+        argv=getattr(args, "argv", ()),
     )
 
 

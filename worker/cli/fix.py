@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from worker.cli.setup_flags import add_setup_arguments, setup_overrides
 from worker.errors import UsageError
 from worker.llm import pricing
 from worker.loop.trace import Trace
+from worker.replay.header import run_header
 from worker.run.deliver import check_branch_request
 from worker.run.fix import Endpoint, FixRequest, FixRun
 from worker.run.report import RunReport
@@ -98,6 +99,7 @@ def run_fix(args: argparse.Namespace) -> int:
         ).run(),
         lambda: _finish(report, request.out, show, started, args),
         ordinary=(EXIT_NOT_FIXED,),
+        argv=getattr(args, "argv", ()),
     )
 
 
@@ -120,13 +122,19 @@ def run_reported(
     finish: Callable[[], int],
     *,
     ordinary: Container[int],
+    argv: Sequence[str] = (),
 ) -> int:
     """Run `run` (it returns the reason of a good ending) and report every ending: the exit
     code and reason, the traceback of a bug of ours kept in the out folder, `finish` (write and
     say). An expected ending whose code is `ordinary` returns it; any other is raised again,
-    for the command line to say in one line."""
+    for the command line to say in one line. The trace starts with what `worker replay` needs:
+    the command line (`argv`), the tree's hash, the endpoint's kind."""
     try:
         with Trace(path=request.out / "trace.jsonl") as trace:
+            trace.event("run", **run_header(
+                argv=argv, repo=request.repo, out=request.out, model=request.endpoint.model,
+                local=request.endpoint.local, backend=request.backend,
+            ))  # fmt: skip
             reason = run(trace)
         report.finish(EXIT_FIXED, reason)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised

@@ -39,6 +39,12 @@ VERBS: dict[str, tuple[str, str, str]] = {
     ),
     "sandbox": ("build, use and clean up the sandbox", "sandbox", "add_sandbox_arguments"),
     "model": ("the bundled local model", "model", "add_model_arguments"),
+    "show": ("one HTML page of a run (or of an eval)", "show", "add_show_arguments"),
+    "replay": (
+        "a recorded run again: its model replies, real tools; the first difference",
+        "replay",
+        "add_replay_arguments",
+    ),
 }
 
 
@@ -79,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             early = ModelProcess()
         args = build_parser(verb).parse_args(words)
         args.model_process = early
+        args.argv = words  # recorded in the trace, for `worker replay`
         return _dispatch(args)
     except KeyboardInterrupt as exc:
         if not isinstance(exc, Interrupted):
@@ -148,6 +155,14 @@ def _dispatch(args: argparse.Namespace) -> int:
             "prune": sandbox_cli.prune,
         }[args.sandbox_command]
         return handler(args)
+    if args.command == "show":
+        from worker.cli.show import run_show
+
+        return run_show(args)
+    if args.command == "replay":
+        from worker.cli.replay import run_replay
+
+        return run_replay(args)
     if args.command == "model":
         from worker.cli.model import run_model
 

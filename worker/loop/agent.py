@@ -165,6 +165,8 @@ class Agent:
     _names: tuple[str, ...] = ()
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
     _undone: set[str] = field(default_factory=set)  # edits undone: sent again, they are refused
+    # The sample (and second choice) the next trace events belong to, for `worker show`.
+    _group: dict[str, int] = field(default_factory=dict)
     baseline: TestRun | None = None
     last_tests: TestRun | None = None
     last_verification: TestRun | None = None
@@ -260,6 +262,7 @@ class Agent:
                 self.trace.event("sample_focus", sample=n + 1, line=suspect.where(), warm=warm)
             # A pinned answer comes with what the model nearly wrote (second choices).
             self._second = bool(self.second_choices and self._pins)
+            self._group = {"sample": n + 1}
             reply = self._ask(messages, specs)
             if focus is not None:  # an `old` found in several places: the one pointed at
                 calls = tuple(_at_line(c, self.suspects[focus]) for c in reply.tool_calls)
@@ -268,9 +271,10 @@ class Agent:
             done = self._try_sample(head, messages, reply, n + 1, samples, tried, changed)
             # The likeliest not tried yet: a later answer often nearly wrote what an earlier did.
             untried = [c for c in reply.second_choices if _calls_key((c.call,)) not in tried]
-            for choice in worth_trying(untried, self.second_choices):
+            for k, choice in enumerate(worth_trying(untried, self.second_choices), start=1):
                 if done is not None:
                     break
+                self._group = {"sample": n + 1, "second": k}
                 self._check_budgets()
                 del messages[asked:]  # the same prompt, answered with the nearly-written edit
                 self.trace.event(
@@ -281,6 +285,7 @@ class Agent:
                 done = self._try_sample(
                     head, messages, nearly, n + 1, samples, tried, changed, True
                 )
+            self._group = {}
             if done is not None:
                 return done
             del messages[head:]
@@ -439,6 +444,7 @@ class Agent:
             attempts=reply.attempts,
             content=reply.content,
             tool_calls=[c.to_openai() for c in reply.tool_calls],
+            **self._group,
         )
         return reply
 
@@ -501,6 +507,7 @@ class Agent:
             refusals=[{"rule": d.rule, "reason": d.reason} for d in observation.refusals],
             changed_files=list(observation.changed_files),
             data=observation.data,
+            **self._group,
         )
         self.on_step(
             StepInfo(

@@ -1,4 +1,9 @@
-"""The run's trace: one JSON object per line, flushed as it goes, so no ending loses it."""
+"""The run's trace: one JSON object per line, flushed as it goes, so no ending loses it.
+
+Its first line is `{"type": "trace", "version": TRACE_VERSION}`; the shape of each event is
+worker/schemas/trace.schema.json. `worker show` draws a page from it, `worker replay` runs it
+again (the model's replies as recorded, the tools for real).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,10 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+# 1: the header line; the `run` event (tree hash, command line, settings); `sample` and `second`
+# on the model_call and tool_call events of sampled first edits and their second choices.
+TRACE_VERSION = 1
 
 
 class Trace:
@@ -24,6 +33,7 @@ class Trace:
             self._file = open(  # noqa: SIM115 - closed in __exit__
                 self.path, "a", encoding="utf-8", errors="backslashreplace"
             )
+            self.event("trace", version=TRACE_VERSION)
         return self
 
     def __exit__(

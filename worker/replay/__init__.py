@@ -1,0 +1,1 @@
+"""`worker replay`: a recorded run again, its model replies served as recorded, its tools real."""

@@ -1,0 +1,98 @@
+"""What a run records about itself for replay: the tree it started from and how it was asked.
+
+The tree hash covers the files a run's working copy is made of (sandbox/workspace.py: git's
+tracked and untracked-not-ignored files, or every file outside a repository; never `.git` or
+the run's own output folder): each file's path, executable bit and bytes, a link's target.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# Flags that say where outputs go or how the run is shown: replay sets its own.
+_OWN_FLAGS = frozenset({"--repo", "--out", "--base-url", "--model"})
+_OWN_SWITCHES = frozenset({"--apply", "--json", "--quiet"})
+_DELIVERY = frozenset({"--branch"})
+
+
+def tree_hash(repo: Path, *, exclude: Path | None = None) -> tuple[str, int]:
+    """(sha256 of the tree, number of files) as a run's working copy would hold it."""
+    repo = repo.resolve()
+    skip = exclude.resolve() if exclude is not None else None
+    digest = hashlib.sha256()
+    count = 0
+    for rel in _files(repo):
+        path = repo / rel
+        if skip is not None and path.absolute().is_relative_to(skip):
+            continue
+        if path.is_symlink():
+            kind, data = b"l", os.fsencode(os.readlink(path))
+        elif path.is_file():
+            kind = b"x" if os.access(path, os.X_OK) else b"f"
+            data = path.read_bytes()
+        else:
+            continue
+        count += 1
+        name = os.fsencode(rel)
+        digest.update(kind + len(name).to_bytes(4, "big") + name)
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest(), count
+
+
+def _files(repo: Path) -> list[str]:
+    listed = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=False,
+    )
+    inside = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--show-toplevel"], capture_output=True, check=False
+    )
+    if inside.returncode == 0 and listed.returncode == 0:
+        return sorted({p for p in os.fsdecode(listed.stdout).split("\0") if p})
+    found = []
+    for top, dirs, names in os.walk(repo):
+        dirs[:] = sorted(d for d in dirs if d != ".git")
+        found += [os.path.relpath(os.path.join(top, n), repo) for n in names]
+    return sorted(found)
+
+
+def run_header(
+    *, argv: Sequence[str], repo: Path, out: Path, model: str, local: bool, backend: str
+) -> dict[str, Any]:
+    """The `run` event's fields: the command line as given, the tree, the endpoint's kind."""
+    tree, files = tree_hash(repo, exclude=out)
+    return {
+        "argv": list(argv),
+        "repo": str(repo),
+        "tree": tree,
+        "files": files,
+        "model": model,
+        "local": local,
+        "backend": backend,
+    }
+
+
+def replay_flags(argv: Sequence[str]) -> list[str]:
+    """The recorded command line's own flags (the verb dropped), less those replay sets itself:
+    where the repository and the outputs are, the endpoint, delivery and output format."""
+    words = list(argv[1:]) if argv and not argv[0].startswith("-") else list(argv)
+    kept: list[str] = []
+    skip_next = False
+    for word in words:
+        if skip_next:
+            skip_next = False
+            continue
+        flag = word.split("=", 1)[0]
+        if flag in _OWN_FLAGS or flag in _DELIVERY:
+            skip_next = "=" not in word
+            continue
+        if flag in _OWN_SWITCHES:
+            continue
+        kept.append(word)
+    return kept

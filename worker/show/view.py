@@ -1,0 +1,110 @@
+"""A run's outputs read for the page: report.json, trace.jsonl and fix.patch, each optional
+(a run killed, out of budget or stopped by its environment leaves some out), and the trace's
+events grouped into steps. Read only; nothing here trusts what it reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Events of one step besides its model call and tool calls, drawn as one line each.
+NOTES = frozenset(
+    {"second_choice", "undone", "claim", "verification", "sample_focus", "sample_undone",
+     "sample_kept", "context_too_long"}
+)  # fmt: skip
+
+
+@dataclass(kw_only=True)
+class Step:
+    """One model call and what came of it; `sample` for a sampled first edit."""
+
+    call: dict[str, Any] | None  # the model_call event; None: events before any model call
+    events: list[dict[str, Any]] = field(default_factory=list)  # tool calls and notes, in order
+
+    @property
+    def sample(self) -> int | None:
+        value = (self.call or {}).get("sample")
+        return value if isinstance(value, int) else None
+
+
+@dataclass(kw_only=True)
+class RunView:
+    """What the page shows of one run, and what it could not find."""
+
+    folder: Path
+    report: dict[str, Any] | None
+    events: list[dict[str, Any]]
+    patch: str | None
+    missing: list[str]
+
+    @property
+    def header(self) -> dict[str, Any]:
+        return next((e for e in self.events if e.get("type") == "run"), {})
+
+    def first(self, kind: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e.get("type") == kind), None)
+
+    def steps(self) -> list[Step]:
+        """The trace's model calls, each with the tool calls and notes after it; a second
+        choice's tool call stays under the sample it came from."""
+        steps = [Step(call=None)]
+        for event in self.events:
+            kind = event.get("type")
+            if kind == "model_call":
+                steps.append(Step(call=event))
+            elif kind == "tool_call" or kind in NOTES:
+                steps[-1].events.append(event)
+        return [s for s in steps if s.call is not None or s.events]
+
+
+def load_run(folder: Path) -> RunView:
+    """Read a `worker fix` or `worker ci` output folder; whatever is absent is said in
+    `missing`, never raised."""
+    missing: list[str] = []
+    report = _json_file(folder / "report.json", missing)
+    events: list[dict[str, Any]] = []
+    trace = folder / "trace.jsonl"
+    if trace.is_file():
+        bad = 0
+        for line in trace.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                bad += 1
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+            else:
+                bad += 1
+        if bad:
+            missing.append(f"{bad} line(s) of trace.jsonl could not be read (cut off mid-write?)")
+    else:
+        missing.append("trace.jsonl: no trace was written, so no steps can be shown")
+    if report is None and (folder / "report.json").exists() is False:
+        missing.append(
+            "report.json: the run did not finish writing its report (killed?), so its "
+            "verdict is unknown"
+        )
+    patch_file = folder / "fix.patch"
+    patch = (
+        patch_file.read_text(encoding="utf-8", errors="replace") if patch_file.is_file() else None
+    )
+    view = RunView(folder=folder, report=report, events=events, patch=patch, missing=missing)
+    if events and not any(e.get("type") == "model_call" for e in events):
+        missing.append("no model call: the run ended before the model was asked")
+    if report is not None and report.get("verdict") is None and report.get("status") != "fixed":
+        missing.append("no verdict: no edit was tested before the run ended")
+    return view
+
+
+def _json_file(path: Path, missing: list[str]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        missing.append(f"{path.name}: not readable JSON")
+        return None
+    return data if isinstance(data, dict) else None

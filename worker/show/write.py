@@ -1,0 +1,48 @@
+"""Write the page of a run folder (`worker fix`, `worker ci`) or of an eval's output folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from worker.errors import UsageError
+from worker.show.eval_index import link, read_results, render_index, task_folders
+from worker.show.page import render_run
+from worker.show.view import load_run
+
+PAGE = "page.html"  # a run's page, in its own folder
+INDEX = "index.html"  # an eval's index, in its output folder
+
+
+def is_eval(folder: Path) -> bool:
+    return (folder / "results.json").is_file() and (folder / "tasks").is_dir()
+
+
+def write_pages(folder: Path, out: Path | None = None) -> Path:
+    """The page of `folder` (for an eval, its index, with each task's page beside its run);
+    returns the page to open."""
+    if not folder.is_dir():
+        raise UsageError(f"not a folder: {folder}")
+    if is_eval(folder):
+        index = out or folder / INDEX
+        links = {}
+        for task_id, run in task_folders(folder).items():
+            page = run / PAGE
+            _write(page, render_run(load_run(run)))
+            links[task_id] = link(index, page)
+        _write(index, render_index(read_results(folder), links))
+        return index
+    if not any((folder / name).exists() for name in ("trace.jsonl", "report.json")):
+        raise UsageError(
+            f"{folder} holds neither trace.jsonl nor report.json (a worker fix or ci --out "
+            "folder) nor results.json (a worker eval --out folder)"
+        )
+    page = out or folder / PAGE
+    _write(page, render_run(load_run(folder)))
+    return page
+
+
+def _write(path: Path, html: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(html, encoding="utf-8")
+    partial.replace(path)
