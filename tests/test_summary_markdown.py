@@ -11,7 +11,7 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from worker.ci.failures import read_junit_files
-from worker.ci.summary import MAX_ID_CHARS, code, render_summary
+from worker.ci.summary import MAX_ID_CHARS, code, render_summary, write_summary
 
 markdown_it = pytest.importorskip("markdown_it", reason="pip install -e '.[dev]'")
 pytest.importorskip("linkify_it", reason="pip install -e '.[dev]' (gfm-like autolinks)")
@@ -123,3 +123,21 @@ def test_a_code_span_outlasts_every_backtick_run():
     assert code("``") == "``` `` ```"
     assert code("x" * 500).endswith("…`") and len(code("x" * 500)) == MAX_ID_CHARS + 2
     assert code("a\nb\r\nc") == "`a b c`"
+
+
+def test_the_page_is_named_and_linked_to_the_runs_artifacts(tmp_path):
+    report = {**report_with([]), "patch": None}
+    (tmp_path / "page.html").write_text("<!DOCTYPE html>")
+    actions = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r",
+               "GITHUB_RUN_ID": "42"}  # fmt: skip
+    markdown = write_summary(tmp_path, report, actions).read_text()
+    links = [t for t in tokens(markdown) if t.type == "link_open"]
+    assert [t.attrs["href"] for t in links] == ["https://github.com/o/r/actions/runs/42#artifacts"]
+    assert "`page.html`" in markdown
+    # A repository name that is not one (the variables are the runner's, but still): no link.
+    hostile = {**actions, "GITHUB_REPOSITORY": "o/r)](https://example.invalid"}
+    markdown = write_summary(tmp_path, report, hostile).read_text()
+    assert not [t for t in tokens(markdown) if t.type == "link_open"]
+    assert "this run's artifacts" in markdown
+    (tmp_path / "page.html").unlink()  # no page (a run that wrote none): not named
+    assert "page.html" not in write_summary(tmp_path, report, actions).read_text()

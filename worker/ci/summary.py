@@ -10,6 +10,7 @@ that none of it can become a link, an image or HTML (tests/test_summary_markdown
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,12 @@ MAX_TEXT_CHARS = 2_000  # a reason longer than this is cut
 _BLANKS = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")  # line breaks and controls: one space
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # ASCII punctuation, escapable in CommonMark
 _TICKS = re.compile(r"`+")
+# A run's artifacts on GitHub, built from the runner's own variables: only a URL of this shape
+# becomes a link.
+_ARTIFACTS = re.compile(
+    r"https://[A-Za-z0-9.-]+(:\d+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/actions/runs/\d+#artifacts"
+)
+PAGE = "page.html"  # `worker show`'s page, written beside summary.md (worker/show/write.py)
 HEADLINE = {
     "fixed": "Fixed, verified on a clean copy",
     "not_fixed": "Not fixed",
@@ -30,14 +37,29 @@ HEADLINE = {
 }
 
 
-def render_summary(report: dict[str, Any], patch: str | None) -> str:
-    """The Markdown summary of a `worker ci` report (and the patch's text, when there is one)."""
+def render_summary(
+    report: dict[str, Any],
+    patch: str | None,
+    *,
+    page: str | None = None,
+    artifacts: str | None = None,
+) -> str:
+    """The Markdown summary of a `worker ci` report (and the patch's text, when there is one);
+    with `page`, a line naming the run's HTML page, linked to the run's `artifacts` where
+    that is a GitHub Actions run's artifacts URL."""
     ci = report.get("ci") or {}
     tests = ci.get("tests") or []
     status = report["status"]
     nothing = status == "fixed" and not report.get("patch")
     title = "Nothing to fix: the tests pass" if nothing else HEADLINE.get(status, status)
     lines = [f"## worker: {title}", "", text(str(report["reason"])), ""]
+    if page:
+        where = (
+            f"[this run's artifacts]({artifacts})"
+            if artifacts and _ARTIFACTS.fullmatch(artifacts)
+            else "this run's artifacts"
+        )
+        lines += [f"Step by step: {code(page)} (`worker show`) in {where}.", ""]
     real = [t for t in tests if t["kind"] == "failing"]
     flaky = [t for t in tests if t["kind"] == "flaky"]
     unknown = [t for t in tests if t["kind"] == "unknown"]
@@ -127,10 +149,25 @@ def fenced(body: str, *, info: str = "") -> list[str]:
     return [f"{fence}{info}", body, fence]
 
 
-def write_summary(out: Path, report: dict[str, Any]) -> Path:
-    """Write out/summary.md from the report and fix.patch."""
+def write_summary(
+    out: Path, report: dict[str, Any], environ: Mapping[str, str] | None = None
+) -> Path:
+    """Write out/summary.md from the report and fix.patch; out/page.html, when there, is named
+    and linked to the run's artifacts (from GitHub Actions' variables in `environ`)."""
     patch_path = report.get("patch")
     patch = Path(patch_path).read_text(encoding="utf-8") if patch_path else None
     path = out / "summary.md"
-    path.write_text(render_summary(report, patch), encoding="utf-8")
+    page = PAGE if (out / PAGE).is_file() else None
+    markdown = render_summary(report, patch, page=page, artifacts=artifacts_url(environ or {}))
+    path.write_text(markdown, encoding="utf-8")
     return path
+
+
+def artifacts_url(environ: Mapping[str, str]) -> str | None:
+    """The artifacts of this GitHub Actions run, from the runner's variables; None elsewhere."""
+    server, repo, run = (environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY",
+                                                   "GITHUB_RUN_ID"))  # fmt: skip
+    if not (server and repo and run):
+        return None
+    url = f"{server.rstrip('/')}/{repo}/actions/runs/{run}#artifacts"
+    return url if _ARTIFACTS.fullmatch(url) else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from worker.cli.progress import ProgressPrinter
 from worker.errors import UsageError
 from worker.loop.trace import Trace
 from worker.run.report import RunReport
+from worker.show.write import write_pages
 
 DEFAULT_RERUNS = 2
 VERDICT_WORDS = {
@@ -102,7 +104,8 @@ def _finish(
     report.durations["total"] = round(time.monotonic() - started, 3)
     report.write(out / "report.json")
     data = report.to_dict()
-    summary = write_summary(out, data)
+    write_pages(out)  # page.html, named in the summary (the workflow uploads it)
+    summary = write_summary(out, data, os.environ)
     append_step_summary(summary.read_text(encoding="utf-8"))
     write_outputs(ci_outputs(data, out))
     if args.json:
