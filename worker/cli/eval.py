@@ -12,6 +12,7 @@ from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED
 from worker.cli.loop_flags import LOOP_FLAGS, add_loop_arguments
 from worker.errors import UsageError
 from worker.evaluate.batch import BatchResult, EvalBatch, EvalBudget, EvalSettings
+from worker.evaluate.cluster import ClusterEval, ClusterSettings, import_ray
 from worker.evaluate.results import write_results
 from worker.evaluate.tasks import load_tasks
 
@@ -48,6 +49,21 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-total-tokens", type=int, default=None, help="for the whole eval")
     p.add_argument("--max-total-cost", type=float, default=None, help="for the whole eval, USD")
     p.add_argument("--max-total-time", type=float, default=None, help="seconds, whole eval")
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run on a Ray cluster: auto, ray://host:port or host:port (docs/scale.md)",
+    )
+    p.add_argument(
+        "--ray-retries", type=int, default=2, help="with --ray: retries of a task a node failed"
+    )
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        help="with --ray: tasks at once (default: the CPUs of the nodes that passed)",
+    )
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -59,7 +75,12 @@ def run_eval(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
-    connect().close()  # no Docker: exit 3 now, not once per task
+    if args.ray is not None:
+        import_ray()  # not installed: one line, exit 2
+        if args.ray_retries < 0 or (args.max_in_flight is not None and args.max_in_flight < 1):
+            raise UsageError("--ray-retries must be 0 or more, --max-in-flight at least 1")
+    else:
+        connect().close()  # no Docker: exit 3 now, not once per task
     out = args.out.expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     settings = EvalSettings(
@@ -78,7 +99,19 @@ def run_eval(args: argparse.Namespace) -> int:
     def publish(result: BatchResult) -> None:
         write_results(out, tasks, result)
 
-    batch = EvalBatch(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
+    batch: EvalBatch | ClusterEval
+    if args.ray is not None:
+        cluster = ClusterSettings(
+            address=args.ray,
+            retries=args.ray_retries,
+            max_in_flight=args.max_in_flight,
+            image=args.image,
+        )
+        batch = ClusterEval(
+            tasks=tasks, settings=settings, cluster=cluster, say=_say, on_outcome=publish
+        )
+    else:
+        batch = EvalBatch(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
     try:
         result = batch.run()
     except KeyboardInterrupt:

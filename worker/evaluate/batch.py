@@ -68,6 +68,7 @@ class BatchResult:
     outcomes: dict[str, TaskOutcome | None]
     stopped: str | None = None
     ran: int = 0
+    notes: list[str] = field(default_factory=list)  # lines for results.md (a cluster's story)
 
 
 class EvalBatch:
@@ -110,7 +111,8 @@ class EvalBatch:
             if done is None:
                 todo.put(task)
             else:
-                self._say(f"{task.id}: done before ({_describe(done)}); --redo runs it again")
+                line = f"{task.id}: done before ({describe_outcome(done)}); --redo runs it again"
+                self._say(line)
         threads = [
             threading.Thread(target=self._drain, args=(todo,), name=f"eval-{n}", daemon=True)
             for n in range(max(1, min(self._settings.workers, todo.qsize())))
@@ -158,7 +160,7 @@ class EvalBatch:
                 self._result.outcomes[task.id] = outcome
                 self._result.ran += 1
                 self._on_outcome(self._result)
-            self._say(f"{task.id}: {_describe(outcome)}")
+            self._say(f"{task.id}: {describe_outcome(outcome)}")
 
     def _run_task(self, task: EvalTask) -> TaskOutcome | None:
         task_dir = self.task_dir(task)
@@ -173,7 +175,7 @@ class EvalBatch:
         seconds = time.monotonic() - started
         if self._stop.is_set():
             return None
-        outcome = _from_report(task, task_dir / "fix", exit_code, seconds)
+        outcome = outcome_from_report(task, task_dir / "fix", exit_code, seconds)
         started = time.monotonic()
         checked = recheck(task, repo, outcome.patch, work_dir=task_dir / "recheck")
         outcome.recheck_seconds = round(time.monotonic() - started, 3)
@@ -184,13 +186,7 @@ class EvalBatch:
 
     def _fix(self, task: EvalTask, repo: Path, task_dir: Path) -> int:
         """`worker fix` on the task, in its own process group; its exit code."""
-        command = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo)]
-        command += ["--goal", task.goal, "--out", str(task_dir / "fix"), "--quiet"]
-        if task.test_cmd:
-            command += ["--test-cmd", task.test_cmd]
-        if task.setup:
-            command += ["--setup", task.setup]
-        command += list(self._settings.fix_flags)
+        command = fix_command(task, repo, task_dir / "fix", self._settings.fix_flags)
         limit = self._settings.fix_timeout_s
         with (task_dir / "fix.log").open("wb") as log:
             proc = subprocess.Popen(
@@ -217,7 +213,19 @@ class EvalBatch:
             _wait_or_kill(proc)
 
 
-def _from_report(task: EvalTask, out: Path, exit_code: int, seconds: float) -> TaskOutcome:
+def fix_command(task: EvalTask, repo: Path, out: Path, fix_flags: Sequence[str]) -> list[str]:
+    """The `worker fix` command line a task runs, locally or on a cluster node."""
+    command = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo)]
+    command += ["--goal", task.goal, "--out", str(out), "--quiet"]
+    if task.test_cmd:
+        command += ["--test-cmd", task.test_cmd]
+    if task.setup:
+        command += ["--setup", task.setup]
+    return command + list(fix_flags)
+
+
+def outcome_from_report(task: EvalTask, out: Path, exit_code: int, seconds: float) -> TaskOutcome:
+    """A task's outcome from its fix run's output folder (before the re-check)."""
     try:
         report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -244,7 +252,8 @@ def _failed(task: EvalTask, exc: Exception) -> TaskOutcome:
     return TaskOutcome(id=task.id, status="eval_error", exit_code=-1, reason=line)
 
 
-def _describe(outcome: TaskOutcome) -> str:
+def describe_outcome(outcome: TaskOutcome) -> str:
+    """One task's ending, for a progress line."""
     verdict = "RESOLVED" if outcome.resolved else "not resolved"
     return (
         f"{verdict} (fix: {outcome.status}, {outcome.steps} steps, {outcome.tokens} tokens, "

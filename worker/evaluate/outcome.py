@@ -29,6 +29,8 @@ class TaskOutcome:
     seconds: float = 0.0  # the fix run, wall clock, as the eval saw it
     recheck_seconds: float = 0.0
     patch: str = ""
+    # On a cluster: every attempt of the task (node, how it ended); empty for a local eval.
+    attempts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:

@@ -43,7 +43,7 @@ def write_results(out: Path, tasks: Sequence[EvalTask], result: BatchResult) -> 
     summary = summarize(tasks, result)
     rows = [_row(t, result.outcomes.get(t.id)) for t in tasks]
     _write(out / "results.json", json.dumps({"summary": summary, "tasks": rows}, indent=2) + "\n")
-    _write(out / "results.md", _markdown(summary, rows))
+    _write(out / "results.md", _markdown(summary, rows, result.notes))
     preds = [
         {
             "instance_id": o.id,
@@ -66,7 +66,7 @@ def _row(task: EvalTask, outcome: TaskOutcome | None) -> dict[str, Any]:
     return data
 
 
-def _markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def _markdown(summary: dict[str, Any], rows: list[dict[str, Any]], notes: list[str]) -> str:
     rate = summary["resolve_rate"]
     lines = [
         "# Eval results",
@@ -84,6 +84,7 @@ def _markdown(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     ]
     if summary["stopped"]:
         lines.append(f"- stopped early: {summary['stopped']}")
+    lines += [f"- {note}" for note in notes]
     lines += [
         "",
         "| task | resolved | fix status | steps | tokens in | tokens out | cost | seconds | why |",

@@ -1,0 +1,459 @@
+"""`worker eval --ray ADDRESS`: the same batch as `EvalBatch`, each task a Ray task on a cluster
+node that passed its self-check, the driver the only writer (docs/scale.md).
+
+The driver packs every task's tree into Ray's object store before the first task starts (nothing
+relies on a filesystem shared with the nodes), pins each attempt to a checked node, sorts
+failures (a node's fault is retried elsewhere, up to `retries`; a task that ended on its own
+never is), enforces the batch budget over the whole cluster, commits each task once through the
+ledger, and ends with a sweep on every node that held a task.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worker.errors import UsageError
+from worker.evaluate import on_node
+from worker.evaluate.batch import (
+    BatchResult,
+    EvalSettings,
+    describe_outcome,
+    outcome_from_report,
+)
+from worker.evaluate.cluster_nodes import Node, NodeTable
+from worker.evaluate.ledger import Ledger, LedgerState, new_attempt_id, new_eval_id
+from worker.evaluate.outcome import TaskOutcome
+from worker.evaluate.tasks import EvalTask, materialize
+
+#: Seconds without any node able to run a sandbox before the eval gives up waiting for one.
+NO_NODE_WAIT_S = 60.0
+NODE_POLL_S = 1.0
+CANCEL_GRACE_S = 90.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterSettings:
+    """Where the cluster is and how carefully to use it."""
+
+    address: str
+    retries: int = 2  # further attempts of a task whose node failed it
+    max_in_flight: int | None = None  # default: the CPUs of the nodes that passed
+    image: str | None = None
+
+
+@dataclass(kw_only=True)
+class _Pending:
+    kind: str  # check, fix, recheck, sweep
+    node: Node
+    task: EvalTask | None = None
+    attempt: str = ""
+    outcome: TaskOutcome | None = None
+
+
+def import_ray() -> Any:
+    """Ray, or a usage error in one line (exit 2) when the optional extra is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--ray needs Ray: pip install 'worker[ray]'") from None
+    return ray
+
+
+class ClusterEval:
+    """One eval over a Ray cluster; `run()` returns when every task is committed, the budget
+    stopped it, or no node can run a sandbox."""
+
+    def __init__(
+        self,
+        *,
+        tasks: Sequence[EvalTask],
+        settings: EvalSettings,
+        cluster: ClusterSettings,
+        say: Callable[[str], None],
+        on_outcome: Callable[[BatchResult], None] = lambda _result: None,
+    ) -> None:
+        self._tasks = {t.id: t for t in tasks}
+        self._settings = settings
+        self._cluster = cluster
+        self._say = say
+        self._on_outcome = on_outcome
+        self._result = BatchResult(outcomes={t.id: None for t in tasks})
+        self._nodes = NodeTable()
+        self._pending: dict[Any, _Pending] = {}
+        self._todo: deque[str] = deque()
+        self._rechecks: deque[_Pending] = deque()
+        self._trees: dict[str, Any] = {}
+        self._tries: dict[str, int] = {}  # attempts this driver made, per task
+        self._avoid: dict[str, set[str]] = {}
+        self._attempts: dict[str, list[dict[str, Any]]] = {}
+        self._numbers: dict[str, int] = {}
+        self._spent_tokens = 0
+        self._spent_cost = 0.0
+        self._started = time.monotonic()
+        self._eval_id = ""
+
+    @property
+    def result(self) -> BatchResult:
+        return self._result
+
+    def run(self) -> BatchResult:
+        ray = import_ray()
+        ray.init(address=self._cluster.address, logging_level=logging.WARNING, log_to_driver=False)
+        try:
+            with Ledger(out=self._settings.out) as ledger:
+                self._ledger = ledger
+                self._remote = _remotes(ray)
+                self._resume(ledger.read())
+                try:
+                    self._loop(ray)
+                except BaseException:
+                    self._cancel(ray)
+                    raise
+                finally:
+                    self._sweep(ray)
+        finally:
+            ray.shutdown()
+        return self._result
+
+    # -- start and resume -----------------------------------------------------------------
+
+    def _resume(self, state: LedgerState) -> None:
+        self._eval_id = state.eval_id or new_eval_id()
+        if state.eval_id is None:
+            self._ledger.append({"event": "eval", "eval": self._eval_id})
+        if self._settings.redo and state.results:
+            self._ledger.append({"event": "redo"})
+            state = LedgerState(eval_id=self._eval_id, attempts=state.attempts)
+        self._numbers = dict(state.attempts)
+        for task_id in self._tasks:
+            done = state.results.get(task_id)
+            self._result.outcomes[task_id] = done
+            if done is None:
+                self._todo.append(task_id)
+            else:
+                line = f"{task_id}: done before ({describe_outcome(done)}); --redo runs it again"
+                self._say(line)
+        if state.duplicates:
+            self._note_duplicates(state.duplicates)
+        for task_id in self._todo:  # every tree travels as data, packed before any task starts
+            task = self._tasks[task_id]
+            repo = materialize(task, into=self._settings.out / "repos" / task.id)
+            self._trees[task_id] = self._ray_put(on_node.pack_tree(repo))
+        self._say(
+            f"eval {self._eval_id}: packed {len(self._trees)} task trees into the object store"
+        )
+
+    def _ray_put(self, data: bytes) -> Any:
+        return import_ray().put(data)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _loop(self, ray: Any) -> None:
+        last_poll = 0.0
+        no_node_since = time.monotonic()
+        while True:
+            if time.monotonic() - last_poll >= NODE_POLL_S:
+                self._poll_nodes(ray)
+                last_poll = time.monotonic()
+            if self._nodes.any_usable() or self._nodes.checking():
+                no_node_since = time.monotonic()
+            elif time.monotonic() - no_node_since > NO_NODE_WAIT_S and self._todo:
+                self._stop("no node of the cluster passed the self-check")
+            self._submit()
+            working = [p for p in self._pending.values() if p.kind in ("fix", "recheck")]
+            if not working and not self._rechecks and (not self._todo or self._result.stopped):
+                return
+            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=0.5)
+            for ref in ready:
+                self._handle(ray, ref, self._pending.pop(ref))
+
+    def _poll_nodes(self, ray: Any) -> None:
+        joined, died = self._nodes.update(ray.nodes())
+        for node in joined:
+            ref = self._on(node, self._remote["check"]).remote(self._cluster.image)
+            self._pending[ref] = _Pending(kind="check", node=node)
+        for node in died:
+            self._say(f"node {node.name} died")
+
+    def _submit(self) -> None:
+        while self._rechecks and (node := self._nodes.pick(avoid=set())) is not None:
+            pending = self._rechecks.popleft()
+            assert pending.task is not None and pending.outcome is not None
+            pending.kind, pending.node = "recheck", node
+            node.running += 1
+            ref = self._on(node, self._remote["recheck"]).remote(
+                pending.task.to_dict(),
+                self._trees[pending.task.id],
+                pending.outcome.patch,
+                eval_id=self._eval_id,
+                attempt=pending.attempt,
+            )
+            self._pending[ref] = pending
+        cap = self._cluster.max_in_flight or self._nodes.capacity()
+        while self._todo and not self._result.stopped:
+            in_flight = sum(1 for p in self._pending.values() if p.kind in ("fix", "recheck"))
+            if in_flight + len(self._rechecks) >= cap:
+                return
+            spent = self._settings.budget.exceeded(
+                tokens=self._spent_tokens,
+                cost_usd=self._spent_cost,
+                seconds=time.monotonic() - self._started,
+            )
+            if spent is not None:
+                self._stop(spent)
+                return
+            task_id = self._todo[0]
+            node = self._nodes.pick(avoid=self._avoid.get(task_id, set()))
+            if node is None:
+                return
+            self._todo.popleft()
+            self._start_attempt(self._tasks[task_id], node)
+
+    def _start_attempt(self, task: EvalTask, node: Node) -> None:
+        number = self._numbers.get(task.id, 0) + 1
+        self._numbers[task.id] = number
+        self._tries[task.id] = self._tries.get(task.id, 0) + 1
+        attempt = new_attempt_id(number)
+        self._ledger.append(
+            {"event": "attempt", "task": task.id, "attempt": attempt, "n": number,
+             "node": node.name}
+        )  # fmt: skip
+        self._say(f"{task.id}: attempt {number} on {node.name}")
+        node.running += 1
+        node.held_tasks = True
+        ref = self._on(node, self._remote["fix"]).remote(
+            task.to_dict(),
+            self._trees[task.id],
+            eval_id=self._eval_id,
+            attempt=attempt,
+            fix_flags=list(self._settings.fix_flags),
+            fix_timeout_s=self._settings.fix_timeout_s,
+        )
+        self._pending[ref] = _Pending(kind="fix", node=node, task=task, attempt=attempt)
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def _handle(self, ray: Any, ref: Any, pending: _Pending) -> None:
+        node = pending.node
+        if pending.kind in ("fix", "recheck"):
+            node.running = max(0, node.running - 1)
+        try:
+            answer = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # our own code failed on the node
+            self._answer_failed(pending, _line(exc.cause if exc.cause else exc), node_fault=False)
+            return
+        except ray.exceptions.RayError as exc:  # the node, its worker or the object is gone
+            self._answer_failed(pending, _line(exc), node_fault=True)
+            return
+        if pending.kind == "check":
+            self._checked(node, answer)
+        elif pending.kind == "fix":
+            self._fixed(pending, answer)
+        elif pending.kind == "recheck":
+            self._rechecked(pending, answer)
+
+    def _checked(self, node: Node, answer: dict[str, Any]) -> None:
+        if node.state != "checking":
+            return
+        if answer.get("ok"):
+            node.state = "ok"
+            self._say(f"node {node.name} passed the self-check ({node.capacity} CPUs)")
+        else:
+            node.state, node.why = "refused", str(answer.get("why", ""))
+            self._say(f"node {node.name} refused: {node.why}; it gets no task")
+
+    def _answer_failed(self, pending: _Pending, why: str, *, node_fault: bool) -> None:
+        node = pending.node
+        if pending.kind == "check":
+            if node.state == "checking":
+                node.state, node.why = "refused", why
+                self._say(f"node {node.name} refused: {why}; it gets no task")
+            return
+        task = pending.task
+        assert task is not None
+        if node_fault:
+            self._lost(pending, why)
+            self._recheck_node(node)
+            return
+        self._record(task.id, pending, f"failed: {why}")
+        outcome = TaskOutcome(id=task.id, status="eval_error", exit_code=-1, reason=why)
+        outcome.attempts = list(self._attempts.get(task.id, []))
+        self._result.outcomes[task.id] = outcome  # not in the ledger: a resume runs it again
+        self._result.ran += 1
+        self._on_outcome(self._result)
+        self._say(f"{task.id}: eval error: {why}")
+
+    def _recheck_node(self, node: Node) -> None:
+        """A node that lost an attempt gets nothing more until it passes its check again (a
+        dead one never answers, and Ray may not have said yet that it died)."""
+        if node.state == "ok":
+            node.state = "checking"
+            ref = self._on(node, self._remote["check"]).remote(self._cluster.image)
+            self._pending[ref] = _Pending(kind="check", node=node)
+
+    def _lost(self, pending: _Pending, why: str) -> None:
+        """A node's fault: the attempt is over; the task runs again elsewhere if it may."""
+        task = pending.task
+        assert task is not None
+        self._ledger.append(
+            {"event": "lost", "task": task.id, "attempt": pending.attempt, "why": why}
+        )
+        self._record(task.id, pending, f"lost: {why}")
+        self._avoid.setdefault(task.id, set()).add(pending.node.id)
+        if self._tries.get(task.id, 0) <= self._cluster.retries:
+            self._say(f"{task.id}: attempt on {pending.node.name} lost ({why}); retried")
+            self._todo.appendleft(task.id)
+        else:
+            self._say(f"{task.id}: attempt on {pending.node.name} lost ({why}); no retry left")
+
+    def _fixed(self, pending: _Pending, answer: dict[str, Any]) -> None:
+        task = pending.task
+        assert task is not None
+        where = self._attempt_dir(task.id, pending.attempt)
+        if answer.get("fix"):
+            on_node.unpack_tree(answer["fix"], where / "fix")
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "fix.log").write_bytes(answer.get("log", b""))
+        outcome = outcome_from_report(task, where / "fix", answer["exit_code"], answer["seconds"])
+        self._spent_tokens += outcome.tokens  # a lost attempt's spend counts too
+        self._spent_cost += outcome.cost_usd or 0.0
+        if answer.get("node_fault"):
+            self._lost(pending, str(answer["node_fault"]))
+            return
+        pending.outcome = outcome
+        self._rechecks.append(pending)
+
+    def _rechecked(self, pending: _Pending, answer: dict[str, Any]) -> None:
+        task, outcome = pending.task, pending.outcome
+        assert task is not None and outcome is not None
+        where = self._attempt_dir(task.id, pending.attempt)
+        if answer.get("logs"):
+            on_node.unpack_tree(answer["logs"], where / "recheck")
+        outcome.resolved = bool(answer["recheck"].get("resolved"))
+        outcome.recheck = answer["recheck"]
+        outcome.recheck_seconds = answer["seconds"]
+        self._record(task.id, pending, "result")
+        outcome.attempts = list(self._attempts[task.id])
+        self._commit(task, pending.attempt, outcome)
+
+    def _commit(self, task: EvalTask, attempt: str, outcome: TaskOutcome) -> None:
+        """The first complete result of a task is its result; a later one is kept apart."""
+        if self._result.outcomes.get(task.id) is not None:
+            self._ledger.append(
+                {"event": "result", "task": task.id, "attempt": attempt,
+                 "outcome": outcome.to_dict()}
+            )  # fmt: skip
+            self._note_duplicates([(task.id, attempt)])
+            return
+        self._ledger.append(
+            {"event": "result", "task": task.id, "attempt": attempt, "outcome": outcome.to_dict()}
+        )
+        task_dir = self._settings.out / "tasks" / task.id
+        where = self._attempt_dir(task.id, attempt)
+        for name in ("fix", "fix.log", "recheck"):
+            target = task_dir / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+            if (where / name).exists():
+                (where / name).rename(target)
+        shutil.rmtree(where, ignore_errors=True)
+        outcome.write(task_dir)
+        self._result.outcomes[task.id] = outcome
+        self._result.ran += 1
+        self._on_outcome(self._result)
+        self._say(f"{task.id}: {describe_outcome(outcome)}")
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def _cancel(self, ray: Any) -> None:
+        """Ctrl-C: every running attempt is cancelled (its `worker fix` ends its sandbox)."""
+        working = [r for r, p in self._pending.items() if p.kind in ("fix", "recheck")]
+        if not working:
+            return
+        self._say(f"cancelling {len(working)} running attempt(s)")
+        for ref in working:
+            ray.cancel(ref, force=False)
+        ray.wait(working, num_returns=len(working), timeout=CANCEL_GRACE_S)
+        for ref in working:
+            ray.cancel(ref, force=True)
+
+    def _sweep(self, ray: Any) -> None:
+        held = [n for n in self._nodes.nodes.values() if n.held_tasks and n.state == "ok"]
+        refs = [self._on(node, self._remote["sweep"]).remote(self._eval_id) for node in held]
+        swept: list[str] = []
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=120) if refs else ([], [])
+        for ref in ready:
+            try:
+                answer = ray.get(ref)
+            except ray.exceptions.RayError:
+                continue
+            swept += [f"{name} on {answer['node']}" for name in answer["removed"]]
+        used = sorted(n.name for n in self._nodes.nodes.values() if n.held_tasks)
+        refused = [f"{n.name} ({n.why})" for n in self._nodes.nodes.values() if n.why]
+        self._result.notes.append(f"cluster eval {self._eval_id}; nodes used: {_list(used)}")
+        if refused:
+            self._result.notes.append(f"nodes refused by the self-check: {_list(refused)}")
+        retried = [t for t, a in self._attempts.items() if len(a) > 1]
+        if retried:
+            self._result.notes.append(f"tasks run more than once: {_list(retried)}")
+        self._result.notes.append(f"the sweep on {len(held)} node(s) removed: {_list(swept)}")
+        self._say(f"sweep: removed {_list(swept)}")
+        self._on_outcome(self._result)
+
+    # -- small parts ------------------------------------------------------------------------------
+
+    def _stop(self, why: str) -> None:
+        if self._result.stopped is None:
+            self._result.stopped = why
+            self._say(f"stopping: {why}; no new task starts")
+
+    def _record(self, task_id: str, pending: _Pending, ended: str) -> None:
+        self._attempts.setdefault(task_id, []).append(
+            {"attempt": pending.attempt, "node": pending.node.name, "ended": ended}
+        )
+
+    def _note_duplicates(self, pairs: list[tuple[str, str]]) -> None:
+        for task_id, attempt in pairs:
+            kept = self._attempt_dir(task_id, attempt).relative_to(self._settings.out)
+            self._result.notes.append(
+                f"a later result of {task_id} (attempt {attempt}) kept apart, not counted: {kept}"
+            )
+
+    def _attempt_dir(self, task_id: str, attempt: str) -> Path:
+        return self._settings.out / "tasks" / task_id / "attempts" / attempt
+
+    @staticmethod
+    def _on(node: Node, remote: Any) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return remote.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node.id, soft=False)
+        )
+
+
+def _remotes(ray: Any) -> dict[str, Any]:
+    """The node's functions as Ray tasks: never retried by Ray (the driver decides)."""
+    return {
+        "check": ray.remote(num_cpus=0, max_retries=0)(on_node.self_check),
+        "fix": ray.remote(num_cpus=1, max_retries=0)(on_node.run_fix),
+        "recheck": ray.remote(num_cpus=1, max_retries=0)(on_node.run_recheck),
+        "sweep": ray.remote(num_cpus=0, max_retries=0)(on_node.sweep_eval),
+    }
+
+
+def _list(items: list[str]) -> str:
+    return ", ".join(items) if items else "nothing"
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
