@@ -190,7 +190,9 @@ def test_a_node_killed_mid_batch_loses_nothing_and_counts_each_task_once(
     assert not left, "a fix run outlived its node"
 
 
-def test_a_restarted_driver_does_not_run_finished_tasks_again(cluster, make_repo, tmp_path):
+def test_a_restarted_driver_does_not_run_finished_tasks_again(
+    cluster, make_repo, tmp_path, docker_client
+):
     tasks, _ = _tasks(make_repo, tmp_path, [MEAN_BUG] * 4)
     out = tmp_path / "ray"
     fix = tool_call("apply_patch", {"patch": MEAN_FIX})
@@ -215,6 +217,7 @@ def test_a_restarted_driver_does_not_run_finished_tasks_again(cluster, make_repo
     assert again.stderr.count("done before") == len(finished)
     results = [e["task"] for e in _ledger(out) if e["event"] == "result"]
     assert sorted(results) == ["t0", "t1", "t2", "t3"]
+    assert not _orphans(docker_client)  # the killed driver's runs ended with their Ray workers
 
 
 def test_the_batch_budget_stops_new_tasks_on_the_whole_cluster(cluster, make_repo, tmp_path):
