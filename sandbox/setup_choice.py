@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -94,6 +95,26 @@ def choose_setup(repo: Path, config: WorkerConfig) -> SetupChoice:
     if plan.command is None:
         return SetupChoice(source="none", spec=None, plan=plan)
     return SetupChoice(source="inferred", spec=spec(plan.command), plan=plan)
+
+
+def before_setup(
+    choice: SetupChoice,
+    client: docker.DockerClient | None,
+    image: str,
+    *,
+    say: Callable[[str], None],
+    python_seen: Callable[[tuple[int, int, int] | None], None] = lambda _v: None,
+) -> None:
+    """Once the image is there and before set-up runs: say the inferred set-up and what it did
+    not follow, tell `python_seen` the image's Python, and stop when the project does not
+    accept it."""
+    if said := choice.describe():
+        say(said)
+    for note in choice.plan.notes if choice.plan and choice.spec else ():
+        say(f"set-up: not followed: {note}")
+    python = image_python(client, image, cache_dir=worker_home())
+    python_seen(python)
+    check_python(choice, python, image=image or "(the host)")
 
 
 def check_python(choice: SetupChoice, python: tuple[int, int, int] | None, *, image: str) -> None:

@@ -7,8 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-import docker
-
 from policies.config import load_config
 from sandbox.client import connect
 from sandbox.image import DEFAULT_IMAGE, ensure_image
@@ -16,7 +14,7 @@ from sandbox.missing_modules import missing_modules
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
-from sandbox.setup_choice import check_python, choose_setup, image_python, worker_home
+from sandbox.setup_choice import before_setup, choose_setup
 from sandbox.testrun import detect_test_command
 from sandbox.testrun import run_tests as run_test_cmd
 from sandbox.workspace import make_run_dir, remove_dir
@@ -80,18 +78,13 @@ def run_tests(args: argparse.Namespace) -> int:
     config = load_config(repo, preset=args.policy, overrides=setup_overrides(args))
     choice = choose_setup(repo, config)
 
-    def before_setup(client: docker.DockerClient | None, image: str) -> None:
-        if said := choice.describe():
-            _progress(said)
-        check_python(choice, image_python(client, image, cache_dir=worker_home()), image=image)
-
     prepared = prepare(
         backend=args.backend,
         isolation=config.isolation,
         repo=repo,
         image=args.image or config.image,
         setup=choice.spec,
-        before_setup=before_setup,
+        before_setup=lambda client, image: before_setup(choice, client, image, say=_progress),
         limits=config.limits,
         progress=_progress,
     )

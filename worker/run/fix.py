@@ -23,8 +23,7 @@ from sandbox.missing_modules import missing_modules
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.setup_cache import SetupFailed
-from sandbox.setup_choice import check_python as check_python_of
-from sandbox.setup_choice import choose_setup, image_python, worker_home
+from sandbox.setup_choice import before_setup, choose_setup
 from sandbox.testrun import TestRun, detect_test_command
 from sandbox.testrun_cache import TestRunCache
 from sandbox.verdict import judge
@@ -146,13 +145,10 @@ class FixRun:
         self.report.setup = setup = choice.to_dict()
 
         def check_python(client: docker.DockerClient | None, image: str) -> None:
-            if said := choice.describe():
-                self.progress.say(said)
-            for note in choice.plan.notes if choice.plan and choice.spec else ():
-                self.progress.say(f"set-up: not followed: {note}")
-            python = image_python(client, image, cache_dir=worker_home())
-            setup["python"] = ".".join(map(str, python)) if python else None
-            check_python_of(choice, python, image=image or "(the host)")
+            def seen(python: tuple[int, int, int] | None) -> None:
+                setup["python"] = ".".join(map(str, python)) if python else None
+
+            before_setup(choice, client, image, say=self.progress.say, python_seen=seen)
 
         try:
             prepared = prepare(
