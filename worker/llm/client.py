@@ -30,6 +30,7 @@ from worker.llm.types import (
     ModelReply,
     Pins,
     SecondChoice,
+    TokenChoices,
     ToolCall,
     ToolSpec,
     Usage,
@@ -38,7 +39,6 @@ from worker.llm.types import (
 )
 from worker.llm.wire_text import (
     FINAL_ANSWER,
-    TokenChoices,
     action_response_format,
     parse_action,
     parse_text_tool_calls,
@@ -300,8 +300,9 @@ class OpenAIModel:
         elif tools:
             content, calls = parse_text_tool_calls(content or "", self._new_id)
         nearly: tuple[SecondChoice, ...] = ()
-        if seconds and len(calls) == 1:
-            nearly = wire_second_choices(_token_choices(choice), calls[0], pins)
+        tokens = _token_choices(choice) if seconds else []
+        if tokens and len(calls) == 1:
+            nearly = wire_second_choices(tokens, calls[0], pins)
         return ModelReply(
             content=content,
             tool_calls=calls,
@@ -314,6 +315,8 @@ class OpenAIModel:
             request_bytes=len(json.dumps(body).encode()),
             attempts=attempts,
             second_choices=nearly,
+            answer=message.content,
+            logprobs=tuple(tokens),
         )
 
     def _native_call(self, call: Any) -> ToolCall:

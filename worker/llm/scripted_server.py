@@ -13,6 +13,7 @@ A script is a list of entries, consumed one per POST /v1/chat/completions, in ar
   `logprobs` (the choice's, as sent: {"content": [{"token", "logprob", "top_logprobs"}, ...]});
 - a callable taking the request body and returning one of the above.
 
+`GET /health` answers 200, as llama-server's does (worker/replay/llama_stand_in.py).
 A request past the end of the script is answered HTTP 500 "script exhausted" and counted in
 `overruns`, so that `assert_all_used` fails loudly.
 Run as a process: `python -m worker.llm.scripted_server --script FILE.json --port-file PATH`.
@@ -95,6 +96,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") == "/v1/models":
             model = {"id": self.server.scripted.model, "object": "model", "created": _CREATED}
             self._send(200, {"object": "list", "data": [{**model, "owned_by": "scripted"}]})
+        elif self.path.rstrip("/") == "/health":  # llama-server's: replay stands in for it
+            self._send(200, {"status": "ok"})
         else:
             self._send(404, _error_body(f"no route GET {self.path}", "not_found"))
 

@@ -4,7 +4,7 @@ a caller may want to tell apart."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -14,6 +14,8 @@ from worker.errors import ModelUnavailable
 # Arguments fixed for one reply, by tool name: {"replace": {"old": "x = 1"}}. In json_schema
 # mode the reply's schema holds them as constants, so the model writes only the others.
 Pins = Mapping[str, Mapping[str, Any]]
+# A token of an answer and the likeliest tokens at its place with their log-probabilities.
+TokenChoices = tuple[str, Sequence[tuple[str, float]]]
 
 
 def plain_pins(pins: Pins | None) -> dict[str, dict[str, Any]] | None:
@@ -103,6 +105,10 @@ class ModelReply:
     request_bytes: int = 0
     attempts: int = 1
     second_choices: tuple[SecondChoice, ...] = ()  # likeliest first; asked for, json_schema mode
+    # What `worker replay` serves again: the answer's text as the endpoint sent it (before its
+    # tool calls were parsed out of it), and the tokens and runner-ups second choices came from.
+    answer: str | None = None
+    logprobs: tuple[TokenChoices, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """This reply as JSON-able data (it crosses from the model client's process)."""
@@ -117,7 +123,12 @@ class ModelReply:
             for second in data.get("second_choices", ())
         )
         usage = Usage(**data["usage"])
-        return cls(**{**data, "tool_calls": calls, "usage": usage, "second_choices": seconds})
+        logprobs = tuple(
+            (str(token), tuple((str(o), float(p)) for o, p in others))
+            for token, others in data.get("logprobs", ())
+        )
+        return cls(**{**data, "tool_calls": calls, "usage": usage, "second_choices": seconds,
+                      "logprobs": logprobs})  # fmt: skip
 
     def assistant_message(self) -> dict[str, Any]:
         """This reply as an assistant message of the canonical (native-format) history."""

@@ -11,7 +11,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from worker.llm.types import Pins, SecondChoice, ToolCall, ToolSpec, parse_arguments
+from worker.llm.types import (
+    Pins,
+    SecondChoice,
+    TokenChoices,
+    ToolCall,
+    ToolSpec,
+    parse_arguments,
+)
 
 FINAL_ANSWER = "final_answer"
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
@@ -226,10 +233,6 @@ def parse_action(text: str, new_id: Callable[[], str]) -> tuple[str | None, tupl
         return content, calls
     error = f'the reply is not a JSON action {{"tool": ..., "arguments": ...}}: {text[:200]}'
     return None, (ToolCall(id=new_id(), name="", arguments=None, raw_arguments=text, error=error),)
-
-
-# A token of the answer and the likeliest tokens at its place with their log-probabilities.
-TokenChoices = tuple[str, Sequence[tuple[str, float]]]
 
 
 def second_choices(

@@ -445,6 +445,7 @@ class Agent:
             content=reply.content,
             tool_calls=[c.to_openai() for c in reply.tool_calls],
             **self._group,
+            **_replayed(reply),
         )
         return reply
 
@@ -716,3 +717,14 @@ def _outcome(observation: Observation, tests: TestRun | None) -> str:
     if tests is not None:
         return "patched; " + tests.headline()
     return (observation.text.splitlines() or ["ok"])[0][:70]
+
+
+def _replayed(reply: ModelReply) -> dict[str, Any]:
+    """What `worker replay` needs beyond the parsed reply: the answer's text when the tool calls
+    were parsed out of it, the tokens and runner-ups its second choices came from."""
+    kept: dict[str, Any] = {}
+    if reply.answer != reply.content:
+        kept["answer"] = reply.answer
+    if reply.logprobs:
+        kept["logprobs"] = [[token, [list(o) for o in others]] for token, others in reply.logprobs]
+    return kept

@@ -15,7 +15,10 @@ from typing import IO, Any
 
 # 1: the header line; the `run` event (tree hash, command line, settings); `sample` and `second`
 # on the model_call and tool_call events of sampled first edits and their second choices.
-TRACE_VERSION = 1
+# 2: on model_call, `answer` (the text a json_schema or text-mode reply's tool calls were parsed
+# from) and `logprobs` (the tokens and runner-ups its second choices came from): a run of the
+# bundled model replays.
+TRACE_VERSION = 2
 
 
 class Trace:

@@ -43,15 +43,19 @@ def first_difference(
     replayed: Sequence[dict[str, Any]],
     recorded_report: dict[str, Any] | None,
     replayed_report: dict[str, Any] | None,
+    *,
+    cut_off: bool = False,
 ) -> Difference | None:
-    """The first compared event that differs, or else the verdict, or None: a match."""
+    """The first compared event that differs, or else the verdict, or None: a match. A
+    recording `cut_off` by a signal may end inside a step the replay finished before the same
+    signal stopped it: the replay may go on past the recording's last event."""
     ours = [e for e in recorded if e.get("type") in COMPARED]
     theirs = [e for e in replayed if e.get("type") in COMPARED]
     for n, (a, b) in enumerate(zip(ours, theirs, strict=False), start=1):
         found = _event_difference(n, a, b)
         if found is not None:
             return found
-    if len(ours) != len(theirs):
+    if len(ours) > len(theirs) or (len(ours) < len(theirs) and not cut_off):
         shorter = "replay" if len(theirs) < len(ours) else "recording"
         extra = (ours if len(ours) > len(theirs) else theirs)[min(len(ours), len(theirs))]
         return Difference(
@@ -95,6 +99,14 @@ def _verdict_difference(
             return Difference(
                 where="the verdict",
                 said=f"{key}: recorded {recorded.get(key)!r}, replayed {replayed.get(key)!r}",
+            )
+    # An ending other than fixed or not fixed (the environment, a signal...) says why in one
+    # line, and the same ending says the same.
+    if recorded.get("exit_code") not in (0, 1):
+        said, again = (normalized(str(r.get("reason") or "")) for r in (recorded, replayed))
+        if said != again:
+            return Difference(
+                where="the ending", said=f"reason: recorded {said!r}, replayed {again!r}"
             )
     a, b = recorded.get("verdict") or {}, replayed.get("verdict") or {}
     for key in ("passed", "rule", "reasons", "of"):
