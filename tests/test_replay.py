@@ -203,3 +203,32 @@ def test_a_run_ended_by_its_environment_replays_to_the_same_ending(make_repo, tm
     replayed = json.loads((tmp_path / "out" / "replay" / "report.json").read_text())
     assert (replayed["status"], replayed["exit_code"]) == ("project_environment", 6)
     assert "yaml_not_installed_anywhere" in replayed["reason"]
+
+
+def test_an_eval_output_replays_task_by_task(make_repo, tmp_path):
+    # A real `worker eval` (tests/test_eval_cli.py's flags): one task fixed, one ended by its
+    # step budget; each task's fix run replays alone, and the eval's folder task by task.
+    from tests.test_eval_cli import MEAN_BUG, MEAN_FIX, run_eval
+
+    make_repo(MEAN_BUG, name="fixable")
+    make_repo(MEAN_BUG, name="budget")
+    tasks = tmp_path / "tasks.jsonl"
+    lines = [json.dumps({"id": name, "repo": name}) + "\n" for name in ("fixable", "budget")]
+    tasks.write_text("".join(lines))
+    script = [tool_call("apply_patch", {"patch": MEAN_FIX}),
+              tool_call("read_file", {"path": "calc.py"})]  # fmt: skip
+    out = tmp_path / "eval"
+    with ScriptedServer(script=script) as server:
+        assert run_eval(tasks, out, base_url=server.base_url).returncode == 0
+        server.assert_all_used()
+    proc = replay(out / "tasks" / "fixable" / "fix")
+    assert proc.returncode == 0 and "replay matches the recording" in proc.stdout, proc.stdout
+    proc = replay(out)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(("fix", "bud"))]
+    assert ["fixable", "fixed", "fixed", "match"] in rows
+    assert ["budget", "not_fixed", "not_fixed", "match"] in rows
+    assert "2 of 2 task(s) replay as recorded" in proc.stdout
+    assert (out / "tasks" / "budget" / "fix" / "replay" / "report.json").is_file()
+    # Its tasks replay on their own clones: --repo is for one run.
+    assert replay(out, "--repo", str(tmp_path)).returncode == 2
