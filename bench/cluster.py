@@ -82,6 +82,16 @@ def per_task(out: Path) -> float:
     return statistics.median(r["seconds"] + r["recheck_seconds"] for r in rows)
 
 
+def breakdown(out: Path) -> dict[str, float]:
+    """Median seconds of each phase of the committed attempts (cluster.py's `_phases`)."""
+    laps: dict[str, list[float]] = {}
+    for row in json.loads((out / "results.json").read_text())["tasks"]:
+        for side, phases in row["attempts"][-1].get("phases", {}).items():
+            for name, seconds in phases.items():
+                laps.setdefault(f"{side}.{name}", []).append(seconds)
+    return {name: statistics.median(values) for name, values in sorted(laps.items())}
+
+
 def death_to_rerun(cluster: Cluster, tasks: Path, out: Path) -> float:
     """Seconds from a node's kill to the driver starting its task again on another node."""
     slow = tool_call("apply_patch", {"patch": FIX}, delay=15.0)
@@ -117,6 +127,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument("--no-death", action="store_true", help="skip the node-death timing")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
     tasks = make_tasks(root, args.tasks)
@@ -133,7 +144,7 @@ def main() -> None:
         with ScriptedServer(script=script) as server:
             on_ray = ("--ray", cluster.address)
             ray_s, ray_start = run_eval(tasks, root / "ray", server.base_url, *on_ray)
-        rerun_s = death_to_rerun(cluster, tasks, root / "death")
+        rerun_s = None if args.no_death else death_to_rerun(cluster, tasks, root / "death")
     finally:
         cluster.shutdown()
     local_task, ray_task = per_task(root / "local"), per_task(root / "ray")
@@ -150,7 +161,15 @@ def main() -> None:
             f"after {start:.1f} s, median task (fix + re-check) {task:.1f} s"
         )
     print(f"overhead per task after the start: {steady:.2f} s ({steady / local_task:.0%} of one)")
-    print(f"node death to its task running again elsewhere: {rerun_s:.1f} s")
+    rows = json.loads((root / "local" / "results.json").read_text())["tasks"]
+    local_fix = statistics.median(r["seconds"] for r in rows)
+    local_recheck = statistics.median(r["recheck_seconds"] for r in rows)
+    print(f"local, median: fix process {local_fix:.2f} s, re-check {local_recheck:.2f} s")
+    print("--ray, median seconds per phase (side.phase):")
+    for name, seconds in breakdown(root / "ray").items():
+        print(f"  {name:<24} {seconds:6.3f}")
+    if rerun_s is not None:
+        print(f"node death to its task running again elsewhere: {rerun_s:.1f} s")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from base64 import b64decode
+from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,12 @@ from sandbox.results import CommandResult
 from sandbox.workspace import SANDBOX_UID
 
 LABEL = "worker.sandbox"
+#: Labels a caller asks for on every container this process starts (`worker eval --ray` names
+#: the eval, the task and the attempt, so that a node's sweep finds exactly an attempt's
+#: containers): a JSON object in this environment variable, read when a sandbox is made.
+RUN_LABELS_ENV = "WORKER_RUN_LABELS"
+#: The same for code running in-process (a cluster node's re-check): set for its duration.
+RUN_LABELS: ContextVar[dict[str, str] | None] = ContextVar("worker_run_labels", default=None)
 CONTROL_MOUNT = "/run/worker"
 WORKSPACE_MOUNT = "/workspace"
 HOST_CA_BUNDLE = "/etc/ssl/certs"
@@ -85,7 +92,9 @@ class DockerSandbox(SandboxBase):
         self.image = image
         self.isolation = isolation
         self._user = _user_for(isolation)
-        self._labels = {LABEL: "1", "worker.pid": str(os.getpid()), **(labels or {})}
+        self._labels = {
+            LABEL: "1", "worker.pid": str(os.getpid()), **run_labels(), **(labels or {})
+        }  # fmt: skip
         self._container: Any = None
         self._lost: SandboxError | None = None
 
@@ -370,3 +379,23 @@ class _signals_held:
     def __exit__(self, *exc: object) -> None:
         if self._active:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, self.SIGNALS)
+
+
+def run_labels() -> dict[str, str]:
+    """The labels asked for through `RUN_LABELS` or `RUN_LABELS_ENV`: `worker.*` keys with
+    string values only (anything else is ignored: a label never replaces ours)."""
+    asked: object = RUN_LABELS.get()
+    if asked is None:
+        try:
+            asked = json.loads(os.environ.get(RUN_LABELS_ENV) or "{}")
+        except ValueError:
+            return {}
+    if not isinstance(asked, dict):
+        return {}
+    reserved = {LABEL, "worker.pid"}
+    return {
+        k: v
+        for k, v in asked.items()
+        if isinstance(k, str) and k.startswith("worker.") and k not in reserved
+        and isinstance(v, str)
+    }  # fmt: skip

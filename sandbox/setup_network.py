@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import docker
 import docker.errors
 
-from sandbox.docker_sandbox import DAEMON_ERRORS, LABEL
+from sandbox.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.workspace import SANDBOX_UID
 
@@ -206,7 +206,9 @@ class ProxyFence:
         self.network = f"worker-setup-net-{suffix}"
         self.sidecar = f"worker-proxy-{suffix}"
         self.url = f"http://{self.sidecar}:{PROXY_PORT}"
-        self._labels = {LABEL: "1", "worker.pid": str(os.getpid()), "worker.phase": "setup"}
+        self._labels = {
+            LABEL: "1", "worker.pid": str(os.getpid()), **run_labels(), "worker.phase": "setup"
+        }  # fmt: skip
         self._net: Any = None
         self._container: Any = None
 

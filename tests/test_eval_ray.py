@@ -94,6 +94,13 @@ def _orphans(docker_client) -> list[str]:
     ]
 
 
+def _labelled(docker_client, out: Path) -> list[dict[str, str]]:
+    """The labels of every container, running or not, that this eval's attempts started."""
+    eval_id = next(e["eval"] for e in _ledger(out) if e["event"] == "eval")
+    found = docker_client.api.containers(all=True, filters={"label": f"worker.eval={eval_id}"})
+    return [c.get("Labels") or {} for c in found]
+
+
 def test_same_results_as_the_local_eval_with_trees_sent_as_data_and_a_bad_node_unused(
     cluster, make_repo, tmp_path, docker_client
 ):
@@ -165,6 +172,10 @@ def test_a_node_killed_mid_batch_loses_nothing_and_counts_each_task_once(
         proc = _start(_command(tasks, out, server.base_url, "--ray", cluster.address))
         try:
             _wait(lambda: len(server.requests) == 2, 120, "two attempts in their model call")
+            # Each attempt's container names the eval, the task and the attempt.
+            started = {(e["task"], e["attempt"]) for e in _ledger(out) if e["event"] == "attempt"}
+            labels = _labelled(docker_client, out)
+            assert {(c["worker.task"], c["worker.attempt"]) for c in labels} == started
             victim = _worker_nodes(cluster)[0]
             cluster.remove_node(victim, allow_graceful=False)
             cluster.add_node(**_node_args())  # joins mid-batch: checked, then used
@@ -185,9 +196,41 @@ def test_a_node_killed_mid_batch_loses_nothing_and_counts_each_task_once(
     assert stderr.count("passed the self-check") >= 4  # the head, two nodes, the newcomer
     assert "tasks run more than once: " + lost[0]["task"] in (out / "results.md").read_text()
     assert not _orphans(docker_client)
-    left = [p for p in psutil.process_iter(["cmdline"]) if "worker-eval-task-" in
+    assert not _labelled(docker_client, out), "the lost attempt's container is still there"
+    assert not _fix_runs_left(), "a fix run outlived its node"
+
+
+def _fix_runs_left() -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if "worker-eval-task-" in
             " ".join(p.info["cmdline"] or [])]  # fmt: skip
-    assert not left, "a fix run outlived its node"
+
+
+def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_nothing(
+    cluster, make_repo, tmp_path, docker_client
+):
+    tasks, _ = _tasks(make_repo, tmp_path, [MEAN_BUG] * 4)
+    out = tmp_path / "ray"
+    slow = tool_call("apply_patch", {"patch": MEAN_FIX}, delay=60.0)
+    with ScriptedServer(script=[slow] * 4) as server:
+        proc = _start(_command(tasks, out, server.base_url, "--ray", cluster.address))
+        try:
+            _wait(lambda: len(server.requests) == 2, 120, "two attempts in their model call")
+            assert len(_labelled(docker_client, out)) == 2
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "cancelling 2 running attempt(s)" in stderr
+    ledger = _ledger(out)
+    attempts = {e["attempt"] for e in ledger if e["event"] == "attempt"}
+    cancelled = {e["attempt"] for e in ledger if e["event"] == "cancelled"}
+    assert len(attempts) == 2 and cancelled == attempts
+    assert not [e for e in ledger if e["event"] == "result"]
+    assert not _labelled(docker_client, out), "a cancelled attempt's container is still there"
+    assert not _orphans(docker_client)
+    assert not _fix_runs_left()
 
 
 def test_a_restarted_driver_does_not_run_finished_tasks_again(

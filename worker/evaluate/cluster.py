@@ -15,7 +15,7 @@ import shutil
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,8 @@ class _Pending:
     task: EvalTask | None = None
     attempt: str = ""
     outcome: TaskOutcome | None = None
+    sent: float = 0.0  # wall clock, to set against the node's own (the phases' breakdown)
+    phases: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def import_ray() -> Any:
@@ -183,10 +185,18 @@ class ClusterEval:
             self._say(f"node {node.name} died")
 
     def _submit(self) -> None:
-        while self._rechecks and (node := self._nodes.pick(avoid=set())) is not None:
+        while self._rechecks:
+            # The fix's node first: the task's tree is unpacked there already.
+            fixed_on = self._rechecks[0].node
+            node = fixed_on if fixed_on.free > 0 else self._nodes.pick(avoid=set())
+            if node is None:
+                break
             pending = self._rechecks.popleft()
             assert pending.task is not None and pending.outcome is not None
-            pending.kind, pending.node = "recheck", node
+            pending.kind, pending.node, pending.sent = "recheck", node, time.time()
+            fix_phases = pending.phases.get("fix", {})
+            answered = fix_phases.pop("answered", pending.sent)
+            fix_phases["recheck_queued"] = round(pending.sent - answered, 3)
             node.running += 1
             ref = self._on(node, self._remote["recheck"]).remote(
                 pending.task.to_dict(),
@@ -236,7 +246,9 @@ class ClusterEval:
             fix_flags=list(self._settings.fix_flags),
             fix_timeout_s=self._settings.fix_timeout_s,
         )
-        self._pending[ref] = _Pending(kind="fix", node=node, task=task, attempt=attempt)
+        self._pending[ref] = _Pending(
+            kind="fix", node=node, task=task, attempt=attempt, sent=time.time()
+        )
 
     # -- answers ------------------------------------------------------------------------------
 
@@ -246,6 +258,8 @@ class ClusterEval:
             node.running = max(0, node.running - 1)
         try:
             answer = ray.get(ref)
+            if pending.kind in ("fix", "recheck"):
+                pending.phases[pending.kind] = _phases(pending.sent, answer.get("phases") or {})
         except ray.exceptions.RayTaskError as exc:  # our own code failed on the node
             self._answer_failed(pending, _line(exc.cause if exc.cause else exc), node_fault=False)
             return
@@ -317,8 +331,11 @@ class ClusterEval:
         task = pending.task
         assert task is not None
         where = self._attempt_dir(task.id, pending.attempt)
+        began = time.monotonic()
         if answer.get("fix"):
             on_node.unpack_tree(answer["fix"], where / "fix")
+        pending.phases["fix"]["driver_unpack"] = round(time.monotonic() - began, 3)
+        pending.phases["fix"]["answered"] = time.time()
         where.mkdir(parents=True, exist_ok=True)
         (where / "fix.log").write_bytes(answer.get("log", b""))
         outcome = outcome_from_report(task, where / "fix", answer["exit_code"], answer["seconds"])
@@ -385,6 +402,12 @@ class ClusterEval:
         ray.wait(working, num_returns=len(working), timeout=CANCEL_GRACE_S)
         for ref in working:
             ray.cancel(ref, force=True)
+            task = self._pending[ref].task
+            assert task is not None
+            # On the record: a resumed driver runs the task again (it has no result).
+            self._ledger.append(
+                {"event": "cancelled", "task": task.id, "attempt": self._pending[ref].attempt}
+            )
 
     def _sweep(self, ray: Any) -> None:
         held = [n for n in self._nodes.nodes.values() if n.held_tasks and n.state == "ok"]
@@ -417,9 +440,12 @@ class ClusterEval:
             self._say(f"stopping: {why}; no new task starts")
 
     def _record(self, task_id: str, pending: _Pending, ended: str) -> None:
-        self._attempts.setdefault(task_id, []).append(
-            {"attempt": pending.attempt, "node": pending.node.name, "ended": ended}
-        )
+        record: dict[str, Any] = {
+            "attempt": pending.attempt, "node": pending.node.name, "ended": ended
+        }  # fmt: skip
+        if pending.phases:
+            record["phases"] = pending.phases
+        self._attempts.setdefault(task_id, []).append(record)
 
     def _note_duplicates(self, pairs: list[tuple[str, str]]) -> None:
         for task_id, attempt in pairs:
@@ -448,6 +474,16 @@ def _remotes(ray: Any) -> dict[str, Any]:
         "recheck": ray.remote(num_cpus=1, max_retries=0)(on_node.run_recheck),
         "sweep": ray.remote(num_cpus=0, max_retries=0)(on_node.sweep_eval),
     }
+
+
+def _phases(sent: float, node: dict[str, float]) -> dict[str, float]:
+    """The node's phases, with the two legs only the driver sees: from its submission to the
+    node's function starting (the Ray task's start), and from its end to the answer here."""
+    laps = {k: v for k, v in node.items() if k not in ("began", "ended")}
+    if "began" in node and "ended" in node:
+        laps["ray_start"] = round(node["began"] - sent, 3)
+        laps["ray_return"] = round(time.time() - node["ended"], 3)
+    return laps
 
 
 def _list(items: list[str]) -> str:

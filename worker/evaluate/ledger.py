@@ -9,6 +9,7 @@ driver reads the ledger back and runs only what has no result.
     {"event": "attempt", "task": "calc", "attempt": "1-9f8e", "n": 1, "node": "host/127.0.0.2"}
     {"event": "lost", "task": "calc", "attempt": "1-9f8e", "why": "the node died"}
     {"event": "result", "task": "calc", "attempt": "2-77aa", "outcome": {...}}
+    {"event": "cancelled", "task": "calc", "attempt": "3-01cd"}   (Ctrl-C on the driver)
     {"event": "redo"}
 """
 

@@ -4,10 +4,10 @@
 Everything a task reads arrives as arguments (the task, its tree as tar bytes, the fix flags);
 everything it made goes back as bytes. The node's own environment supplies the rest: Docker, the
 sandbox image, the model key (read by `worker fix` from the environment the node was started
-with; the driver never sends one). Each task's processes die with the Ray worker that started
-them (PR_SET_PDEATHSIG), and what a process left on the daemon is found again through the claim
-files this node keeps in its own temp folder: one per attempt, naming the process ids whose
-containers carry the label `worker.pid`.
+with; the driver never sends one). A task's `worker fix` process dies with the Ray worker that
+started it (PR_SET_PDEATHSIG); the re-check runs in the Ray worker itself. Every container an
+attempt starts carries the labels `worker.eval`, `worker.task` and `worker.attempt`, and the
+sweeps here find what an attempt left by them.
 """
 
 from __future__ import annotations
@@ -19,20 +19,21 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import docker.errors
+
 from policies.limits import Limits
 from sandbox.client import connect
-from sandbox.docker_sandbox import DockerSandbox
+from sandbox.docker_sandbox import LABEL, RUN_LABELS, RUN_LABELS_ENV, DockerSandbox
 from sandbox.image import DEFAULT_IMAGE, ensure_image
-from sandbox.prune import prune
 from sandbox.workspace import remove_dir
 from worker.evaluate.batch import KILL_GRACE_S, fix_command
+from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask
 
 #: Why a fix run ended, in its report, when the node and not the task was at fault: retried.
@@ -122,27 +123,34 @@ def run_fix(
 ) -> dict[str, Any]:
     """One attempt of one task: the tree unpacked here, `worker fix` on it as a local eval runs
     it, and its output folder and log back as bytes."""
+    clock = Phases()
     sweep_task(eval_id, task["id"])  # an earlier attempt's leftovers on this node go first
+    clock.lap("sweep")
     work = Path(tempfile.mkdtemp(prefix="worker-eval-task-"))
     try:
-        repo = unpack_tree(tree, work / "repo")
+        repo = tree_on_node(eval_id, task["id"], tree)
+        clock.lap("unpack")
         eval_task = task_from_wire({**task, "repo": str(repo)})
         command = fix_command(eval_task, repo, work / "fix", fix_flags)
         limit = None if fix_timeout_s is None else fix_timeout_s + KILL_GRACE_S
+        labels = attempt_labels(eval_id, task["id"], attempt)
+        env = {**os.environ, RUN_LABELS_ENV: json.dumps(labels)}
         started = time.monotonic()
         with (work / "fix.log").open("wb") as log:
-            exit_code = _run_child(
-                command, stdout=log, claim=(eval_id, task["id"], attempt), limit_s=limit
-            )
+            exit_code = _run_child(command, stdout=log, env=env, limit_s=limit)
         seconds = time.monotonic() - started
+        clock.lap("child")
         report = _read_json(work / "fix" / "report.json")
+        packed = pack_tree(work / "fix") if (work / "fix").is_dir() else b""
+        clock.lap("pack")
         return {
             "exit_code": exit_code,
             "seconds": round(seconds, 3),
             "node_fault": node_fault(report),
-            "fix": pack_tree(work / "fix") if (work / "fix").is_dir() else b"",
+            "fix": packed,
             "log": (work / "fix.log").read_bytes(),
             "node": node_name(),
+            "phases": clock.done(),
         }
     finally:
         remove_dir(work)
@@ -151,31 +159,78 @@ def run_fix(
 def run_recheck(
     task: dict[str, Any], tree: bytes, patch: str, *, eval_id: str, attempt: str
 ) -> dict[str, Any]:
-    """The independent re-check of one patch, in a fresh sandbox on this node (its own process,
-    so that it too dies with the Ray worker)."""
+    """The independent re-check of one patch, in a fresh sandbox on this node. It runs in the Ray
+    worker itself (no second interpreter to start): it ends with the worker, a cancelled task
+    removes its sandbox on the way out, and its containers carry the attempt's labels."""
+    clock = Phases()
     work = Path(tempfile.mkdtemp(prefix="worker-eval-recheck-"))
+    labels = RUN_LABELS.set({**attempt_labels(eval_id, task["id"], attempt), "worker.recheck": "1"})
     try:
-        repo = unpack_tree(tree, work / "repo")
-        request = {"task": {**task, "repo": str(repo)}, "patch": patch, "work": str(work / "rc")}
-        (work / "request.json").write_text(json.dumps(request), encoding="utf-8")
-        command = [sys.executable, "-m", "worker.evaluate.recheck_process", str(work)]
+        repo = tree_on_node(eval_id, task["id"], tree)
+        clock.lap("unpack")
+        eval_task = task_from_wire({**task, "repo": str(repo)})
         started = time.monotonic()
-        with (work / "recheck.log").open("wb") as log:
-            exit_code = _run_child(
-                command, stdout=log, claim=(eval_id, task["id"], attempt + "-recheck"), limit_s=None
-            )
-        answer = _read_json(work / "answer.json")
-        if exit_code != 0 or answer is None:
-            tail = (work / "recheck.log").read_text(encoding="utf-8", errors="replace")[-400:]
-            raise RuntimeError(f"the re-check process exited {exit_code}: {tail.strip()}")
+        verdict = recheck(eval_task, repo, patch, work_dir=work / "rc")
+        seconds = round(time.monotonic() - started, 3)
+        clock.lap("recheck")
+        logs = pack_tree(work / "rc") if (work / "rc").is_dir() else b""
+        clock.lap("pack")
         return {
-            "recheck": answer,
-            "seconds": round(time.monotonic() - started, 3),
-            "logs": pack_tree(work / "rc") if (work / "rc").is_dir() else b"",
+            "recheck": verdict.to_dict(),
+            "seconds": seconds,
+            "logs": logs,
             "node": node_name(),
+            "phases": clock.done(),
         }
     finally:
+        RUN_LABELS.reset(labels)
         remove_dir(work)
+
+
+def attempt_labels(eval_id: str, task_id: str, attempt: str) -> dict[str, str]:
+    """What every container of one attempt carries, for the sweeps."""
+    return {"worker.eval": eval_id, "worker.task": task_id, "worker.attempt": attempt}
+
+
+def tree_on_node(eval_id: str, task_id: str, tree: bytes) -> Path:
+    """The task's tree unpacked on this node, once per eval: its fix run, its re-check and a
+    retry here read the same copy (a run copies it into its own workspace; none writes it)."""
+    folder = trees_dir(eval_id) / task_id
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{task_id}-", dir=folder.parent))
+    unpack_tree(tree, partial)
+    try:
+        partial.rename(folder)  # whole or not at all; a concurrent unpack may win
+    except OSError:
+        remove_dir(partial)
+    return folder
+
+
+def trees_dir(eval_id: str) -> Path:
+    return Path(tempfile.gettempdir()) / "worker-eval-trees" / eval_id
+
+
+class Phases:
+    """Where a node's task spent its time (docs/performance.md's breakdown): seconds per phase,
+    and the wall-clock moments it began and ended, which the driver sets against its own."""
+
+    def __init__(self) -> None:
+        self._began = time.time()
+        self._last = time.monotonic()
+        self._laps: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self._laps[name] = round(now - self._last, 3)
+        self._last = now
+
+    def note(self, name: str, seconds: float) -> None:
+        self._laps[name] = round(seconds, 3)
+
+    def done(self) -> dict[str, float]:
+        return {**self._laps, "began": self._began, "ended": time.time()}
 
 
 def node_fault(report: dict[str, Any] | None) -> str | None:
@@ -187,56 +242,52 @@ def node_fault(report: dict[str, Any] | None) -> str | None:
 
 
 def sweep_task(eval_id: str, task_id: str | None = None) -> list[str]:
-    """Remove the containers this node's claims name for this eval (one task's, or all), once
-    their process is gone; returns what was removed. Claims of live processes stay."""
-    folder = claims_dir(eval_id)
-    if not folder.is_dir():
-        return []
+    """Remove the containers (and set-up networks) this node's daemon holds for this eval: one
+    task's (before a retry of it starts here), or all (the eval's end); returns their names."""
+    filters = [f"{LABEL}=1", f"worker.eval={eval_id}"]
+    if task_id is not None:
+        filters.append(f"worker.task={task_id}")
+    client = connect(timeout_s=30)
     removed: list[str] = []
-    client = None
     try:
-        for claim in sorted(folder.iterdir()):
-            if task_id is not None and not claim.name.startswith(task_id + "__"):
+        for found in client.api.containers(all=True, filters={"label": filters}):
+            try:
+                client.api.remove_container(found["Id"], force=True, v=True)
+            except docker.errors.NotFound:
                 continue
-            pid = int(claim.read_text(encoding="utf-8").strip() or 0)
-            if pid and _alive(pid):
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:  # being removed already (its run's own clean-up)
+                    continue
+                raise
+            removed.append(str((found.get("Names") or [found["Id"][:12]])[0]).lstrip("/"))
+        for net in client.api.networks(filters={"label": filters}):
+            try:
+                client.api.remove_network(net["Id"])
+            except docker.errors.APIError:
                 continue
-            if client is None:
-                client = connect(timeout_s=30)
-            removed += prune(client, pid=pid) if pid else []
-            claim.unlink(missing_ok=True)
+            removed.append(str(net.get("Name", net["Id"][:12])))
     finally:
-        if client is not None:
-            client.close()
+        client.close()
     return removed
 
 
 def sweep_eval(eval_id: str) -> dict[str, Any]:
-    """The eval's last word on this node: every container its attempts left, removed."""
+    """The eval's last word on this node: every container its attempts left, removed, and the
+    task trees it unpacked here."""
     removed = sweep_task(eval_id)
-    folder = claims_dir(eval_id)
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
+    remove_dir(trees_dir(eval_id))
     return {"node": node_name(), "removed": removed}
 
 
-def claims_dir(eval_id: str) -> Path:
-    return Path(tempfile.gettempdir()) / "worker-eval-claims" / eval_id
-
-
 def _run_child(
-    command: list[str], *, stdout: Any, claim: tuple[str, str, str], limit_s: float | None
+    command: list[str], *, stdout: Any, env: dict[str, str], limit_s: float | None
 ) -> int:
     """A child in its own process group that dies with this process; ended (group and all) if
-    this task is cancelled or its time is up. Its pid is claimed before it can make a sandbox."""
-    eval_id, task_id, attempt = claim
-    folder = claims_dir(eval_id)
-    folder.mkdir(parents=True, exist_ok=True)
+    this task is cancelled or its time is up."""
     proc = subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
+        command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT, env=env,
         start_new_session=True, preexec_fn=_die_with_parent,
     )  # fmt: skip
-    (folder / f"{task_id}__{attempt}").write_text(str(proc.pid), encoding="utf-8")
     try:
         return proc.wait(timeout=limit_s)
     except subprocess.TimeoutExpired:
@@ -267,16 +318,6 @@ def _end_group(proc: subprocess.Popen[bytes], grace_s: float = 60.0) -> None:
             proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             continue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def task_from_wire(data: dict[str, Any]) -> EvalTask:
