@@ -232,3 +232,16 @@ def test_an_eval_output_replays_task_by_task(make_repo, tmp_path):
     assert (out / "tasks" / "budget" / "fix" / "replay" / "report.json").is_file()
     # Its tasks replay on their own clones: --repo is for one run.
     assert replay(out, "--repo", str(tmp_path)).returncode == 2
+
+
+def test_a_worker_ci_run_replays_with_no_difference(make_repo, tmp_path):
+    from tests.test_ci_cli import ci
+
+    repo = make_repo(BUGGY)
+    with ScriptedServer(script=FIXED) as server:
+        proc = ci(repo, tmp_path / "out", "--reruns", "1", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    proc = replay(tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "replay matches the recording" in proc.stdout
