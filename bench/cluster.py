@@ -166,8 +166,14 @@ def main() -> None:
     local_recheck = statistics.median(r["recheck_seconds"] for r in rows)
     print(f"local, median: fix process {local_fix:.2f} s, re-check {local_recheck:.2f} s")
     print("--ray, median seconds per phase (side.phase):")
-    for name, seconds in breakdown(root / "ray").items():
+    phases = breakdown(root / "ray")
+    for name, seconds in phases.items():
         print(f"  {name:<24} {seconds:6.3f}")
+    # What only the cluster path does on a task's way: every phase but the fix process and the
+    # re-check's own work, which a local eval does as well.
+    work = ("fix.child", "recheck.recheck")
+    added = sum(v for k, v in phases.items() if k not in work)
+    print(f"cluster-only phases on a task's path: {added:.2f} s ({added / local_task:.1%} of one)")
     if rerun_s is not None:
         print(f"node death to its task running again elsewhere: {rerun_s:.1f} s")
 
