@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,16 +23,23 @@ import pytest
 
 from tests.conftest import worker_containers
 from tests.test_eval_cli import MEAN_BUG, MEAN_FIX
-from worker.llm.scripted_server import ScriptedServer, tool_call
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
+from worker.replay.llama_stand_in import launcher
 
 ray_cluster_utils = pytest.importorskip("ray.cluster_utils")
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOPBACK = "127.0.0.2"
+# Where a node finds llama-server: the scripted stand-in a test puts there (no real model runs).
+ENGINE_DIR = Path(tempfile.gettempdir()) / f"worker-test-eval-ray-{os.getpid()}"
 # What a node is started with: the package importable, and the model key in its own environment
 # (the driver runs without one: the key never travels with a task).
-NODE_ENV = {"PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-node"}
+NODE_ENV = {
+    "PYTHONPATH": str(ROOT),
+    "OPENAI_API_KEY": "sk-node",
+    "WORKER_LLAMA_SERVER": str(ENGINE_DIR / "llama-server"),
+}
 OTHER_BUG = {**MEAN_BUG, "calc.py": "def mean(values):\n    return 0\n"}  # MEAN_FIX misses
 
 
@@ -215,7 +226,9 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_nothing(
         proc = _start(_command(tasks, out, server.base_url, "--ray", cluster.address))
         try:
             _wait(lambda: len(server.requests) == 2, 120, "two attempts in their model call")
-            assert len(_labelled(docker_client, out)) == 2
+            # Two attempts, each with its containers (its sandbox, and the clean copy a hosted
+            # model's run prepares while the model thinks) labelled.
+            assert len({c["worker.attempt"] for c in _labelled(docker_client, out)}) == 2
             proc.send_signal(signal.SIGINT)
             _, stderr = proc.communicate(timeout=120)
         finally:
@@ -293,3 +306,61 @@ def test_without_ray_the_flag_is_one_line_and_exit_2(tmp_path, make_repo):
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].endswith("pip install 'worker[ray]'")
+
+
+def _stand_in_engine(script: list[dict[str, Any]]) -> None:
+    """llama-server, as every node finds it: the scripted stand-in, which notes each start (its
+    pid) and reports, on its own file, the replies it served when it is stopped."""
+    shutil.rmtree(ENGINE_DIR, ignore_errors=True)
+    stand_in, _ = launcher(ENGINE_DIR / "stand-in", script=script)
+    engine = ENGINE_DIR / "llama-server"
+    starts, report = shlex.quote(str(ENGINE_DIR / "starts")), shlex.quote(str(ENGINE_DIR))
+    engine.write_text(
+        "#!/bin/sh\n"
+        f"echo $$ >> {starts}\n"
+        f'exec {shlex.quote(str(stand_in))} "$@" --report {report}/served-$$.json\n'
+    )
+    engine.chmod(0o755)
+
+
+@pytest.mark.local_model  # each node's server checks the pulled weights, as a real run's does
+def test_the_bundled_model_is_one_server_per_node_shared_by_its_tasks(
+    cluster, make_repo, tmp_path, docker_client
+):
+    tasks, _ = _tasks(make_repo, tmp_path, [MEAN_BUG] * 4)
+    old, new = "return sum(values) / (len(values) - 1)", "return sum(values) / len(values)"
+    fix = text(json.dumps({"tool": "replace", "arguments": {"path": "calc.py", "old": old,
+                                                            "new": new}}))  # fmt: skip
+    script = [fix] * 8  # each server holds enough for every task
+    _stand_in_engine(script)
+    out = tmp_path / "ray"
+    try:
+        command = [sys.executable, "-m", "worker.cli", "eval", str(tasks), "--out", str(out),
+                   "--ray", cluster.address, "--model", "local"]  # fmt: skip
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=300, env=_driver_env()
+        )
+        assert proc.returncode == 0, proc.stderr
+        rows = json.loads((out / "results.json").read_text())["tasks"]
+        assert len(rows) == 4 and all(r["resolved"] for r in rows)
+        # Exactly one server on each node that ran a task, none anywhere else.
+        ran_on = {e["node"] for e in _ledger(out) if e["event"] == "attempt"}
+        started = re.findall(r"node (.+): bundled model server at \S+ \(pid (\d+)\)", proc.stderr)
+        assert sorted(node for node, _ in started) == sorted(ran_on), proc.stderr
+        pids = {int(pid) for _, pid in started}
+        assert {int(p) for p in (ENGINE_DIR / "starts").read_text().split()} == pids
+        # Every task ran the bundled model's way, and every model call it made went to them.
+        calls = 0
+        for row in rows:
+            trace = (out / "tasks" / row["id"] / "fix" / "trace.jsonl").read_text().splitlines()
+            events = [json.loads(line) for line in trace]
+            assert [e["local"] for e in events if e["type"] == "run"] == [True]
+            calls += sum(1 for e in events if e["type"] == "model_call")
+        served = [json.loads((ENGINE_DIR / f"served-{pid}.json").read_text()) for pid in pids]
+        assert calls >= 4 and sum(len(script) - s["unused"] for s in served) == calls
+        # All stopped with the eval (each wrote its report on SIGTERM), none left running.
+        assert not [pid for pid in pids if psutil.pid_exists(pid)]
+        assert "bundled model servers stopped: pid" in proc.stderr
+        assert not _orphans(docker_client)
+    finally:
+        shutil.rmtree(ENGINE_DIR, ignore_errors=True)

@@ -29,6 +29,7 @@ from worker.evaluate.batch import (
 )
 from worker.evaluate.cluster_nodes import Node, NodeTable
 from worker.evaluate.ledger import Ledger, LedgerState, new_attempt_id, new_eval_id
+from worker.evaluate.node_model import NodeModel
 from worker.evaluate.outcome import TaskOutcome
 from worker.evaluate.tasks import EvalTask, materialize
 
@@ -36,6 +37,7 @@ from worker.evaluate.tasks import EvalTask, materialize
 NO_NODE_WAIT_S = 60.0
 NODE_POLL_S = 1.0
 CANCEL_GRACE_S = 90.0
+MODEL_STOP_S = 30.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +52,7 @@ class ClusterSettings:
 
 @dataclass(kw_only=True)
 class _Pending:
-    kind: str  # check, fix, recheck, sweep
+    kind: str  # check, fix, recheck, sweep, model (a node's bundled-model server started)
     node: Node
     task: EvalTask | None = None
     attempt: str = ""
@@ -100,6 +102,10 @@ class ClusterEval:
         self._spent_cost = 0.0
         self._started = time.monotonic()
         self._eval_id = ""
+        # With --model local: one bundled-model server per node that runs tasks, by node id
+        # (the actor, and the reference to its start's answer, which each fix there waits on).
+        self._bundled = _bundled(settings.fix_flags)
+        self._models: dict[str, tuple[Any, Any]] = {}
 
     @property
     def result(self) -> BatchResult:
@@ -119,6 +125,7 @@ class ClusterEval:
                     self._cancel(ray)
                     raise
                 finally:
+                    self._stop_models(ray)
                     self._sweep(ray)
         finally:
             ray.shutdown()
@@ -183,6 +190,7 @@ class ClusterEval:
             self._pending[ref] = _Pending(kind="check", node=node)
         for node in died:
             self._say(f"node {node.name} died")
+            self._models.pop(node.id, None)  # its server went with it
 
     def _submit(self) -> None:
         while self._rechecks:
@@ -245,15 +253,30 @@ class ClusterEval:
             attempt=attempt,
             fix_flags=list(self._settings.fix_flags),
             fix_timeout_s=self._settings.fix_timeout_s,
+            model=self._model_on(node) if self._bundled else None,
         )
         self._pending[ref] = _Pending(
             kind="fix", node=node, task=task, attempt=attempt, sent=time.time()
         )
 
+    def _model_on(self, node: Node) -> Any:
+        """The node's bundled-model server, started before its first task: the reference to its
+        start's answer, which Ray resolves before the fix task runs (so the task waits on it)."""
+        if node.id not in self._models:
+            actor = self._on(node, self._remote["model"]).remote()
+            started = actor.start.remote()
+            self._models[node.id] = (actor, started)
+            self._pending[started] = _Pending(kind="model", node=node)
+            self._say(f"node {node.name}: starting its bundled model server")
+        return self._models[node.id][1]
+
     # -- answers ------------------------------------------------------------------------------
 
     def _handle(self, ray: Any, ref: Any, pending: _Pending) -> None:
         node = pending.node
+        if pending.kind == "model":
+            self._model_started(ray, ref, node)
+            return
         if pending.kind in ("fix", "recheck"):
             node.running = max(0, node.running - 1)
         try:
@@ -272,6 +295,22 @@ class ClusterEval:
             self._fixed(pending, answer)
         elif pending.kind == "recheck":
             self._rechecked(pending, answer)
+
+    def _model_started(self, ray: Any, ref: Any, node: Node) -> None:
+        try:
+            answer = ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            answer = {"why": _line(exc)}
+        if answer.get("url"):
+            self._say(
+                f"node {node.name}: bundled model server at {answer['url']} (pid "
+                f"{answer['pid']}), shared by its tasks"
+            )
+        else:
+            self._say(
+                f"node {node.name}: its bundled model server did not start ({answer.get('why')});"
+                " its tasks start their own"
+            )
 
     def _checked(self, node: Node, answer: dict[str, Any]) -> None:
         if node.state != "checking":
@@ -409,6 +448,29 @@ class ClusterEval:
                 {"event": "cancelled", "task": task.id, "attempt": self._pending[ref].attempt}
             )
 
+    def _stop_models(self, ray: Any) -> None:
+        """Every node's bundled-model server stopped (the actor too: a server it could not stop
+        dies with it), on every ending of the eval, Ctrl-C included."""
+        if not self._models:
+            return
+        actors = [actor for actor, _started in self._models.values()]
+        names = [self._nodes.nodes[node_id].name for node_id in self._models]
+        refs = [actor.stop.remote() for actor in actors]
+        ray.wait(refs, num_returns=len(refs), timeout=MODEL_STOP_S)
+        stopped: list[str] = []
+        for ref, name in zip(refs, names, strict=True):
+            try:
+                answer = ray.get(ref, timeout=0)
+            except (ray.exceptions.RayError, TimeoutError):
+                continue  # its node is gone, or it hangs: ray.kill below ends it either way
+            if answer.get("stopped"):
+                stopped.append(f"pid {answer['stopped']} on {name}")
+        for actor in actors:
+            ray.kill(actor)
+        self._models.clear()
+        self._result.notes.append(f"bundled model servers (one per node) stopped: {_list(stopped)}")
+        self._say(f"bundled model servers stopped: {_list(stopped)}")
+
     def _sweep(self, ray: Any) -> None:
         held = [n for n in self._nodes.nodes.values() if n.held_tasks and n.state == "ok"]
         refs = [self._on(node, self._remote["sweep"]).remote(self._eval_id) for node in held]
@@ -473,7 +535,14 @@ def _remotes(ray: Any) -> dict[str, Any]:
         "fix": ray.remote(num_cpus=1, max_retries=0)(on_node.run_fix),
         "recheck": ray.remote(num_cpus=1, max_retries=0)(on_node.run_recheck),
         "sweep": ray.remote(num_cpus=0, max_retries=0)(on_node.sweep_eval),
+        "model": ray.remote(num_cpus=0, max_restarts=0)(NodeModel),
     }
+
+
+def _bundled(fix_flags: Sequence[str]) -> bool:
+    """Do the fix runs use the bundled model (`--model local`)?"""
+    flags = list(fix_flags)
+    return any(a == "--model" and b == "local" for a, b in zip(flags, flags[1:], strict=False))
 
 
 def _phases(sent: float, node: dict[str, float]) -> dict[str, float]:

@@ -120,9 +120,11 @@ def run_fix(
     attempt: str,
     fix_flags: list[str],
     fix_timeout_s: float | None,
+    model: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One attempt of one task: the tree unpacked here, `worker fix` on it as a local eval runs
-    it, and its output folder and log back as bytes."""
+    it, and its output folder and log back as bytes. `model`: the node's bundled-model server
+    (`NodeModel.start()`'s answer), which the run uses instead of starting its own."""
     clock = Phases()
     sweep_task(eval_id, task["id"])  # an earlier attempt's leftovers on this node go first
     clock.lap("sweep")
@@ -134,7 +136,7 @@ def run_fix(
         command = fix_command(eval_task, repo, work / "fix", fix_flags)
         limit = None if fix_timeout_s is None else fix_timeout_s + KILL_GRACE_S
         labels = attempt_labels(eval_id, task["id"], attempt)
-        env = {**os.environ, RUN_LABELS_ENV: json.dumps(labels)}
+        env = {**os.environ, RUN_LABELS_ENV: json.dumps(labels), **model_env(model)}
         started = time.monotonic()
         with (work / "fix.log").open("wb") as log:
             exit_code = _run_child(command, stdout=log, env=env, limit_s=limit)
@@ -185,6 +187,15 @@ def run_recheck(
     finally:
         RUN_LABELS.reset(labels)
         remove_dir(work)
+
+
+def model_env(model: dict[str, Any] | None) -> dict[str, str]:
+    """What a task's `worker fix` adds to its environment to use the node's bundled-model
+    server (nothing when there is none, or it did not start: the run then starts its own)."""
+    from worker.llm.bundled import SERVED_AT_ENV
+
+    url = (model or {}).get("url")
+    return {SERVED_AT_ENV: str(url)} if url else {}
 
 
 def attempt_labels(eval_id: str, task_id: str, attempt: str) -> dict[str, str]:

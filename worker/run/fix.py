@@ -8,6 +8,7 @@ writes the report; this module knows no flags and no exit codes.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -204,6 +205,11 @@ class FixRun:
     def _local_server(self) -> Iterator[str]:
         from worker.llm import bundled
 
+        shared = os.environ.get(bundled.SERVED_AT_ENV)
+        if shared:  # a cluster node's one server, shared by its tasks (docs/scale.md)
+            self.progress.say(f"using the bundled local model already served at {shared}")
+            yield shared
+            return
         self.progress.say(
             "using the bundled local model (Qwen2.5-Coder-1.5B, llama.cpp on this machine); "
             "for a hosted model pass --base-url URL --model NAME"

@@ -3,6 +3,7 @@
 
 from worker.llm.bundled.server import (
     ENGINE_REQUIREMENT,
+    SERVED_AT_ENV,
     EngineMissing,
     LocalServer,
     engine_command,
@@ -26,6 +27,7 @@ __all__ = [
     "BUNDLED_WEIGHTS",
     "ENGINE_REQUIREMENT",
     "MODEL_NAME",
+    "SERVED_AT_ENV",
     "EngineMissing",
     "LocalModelError",
     "LocalServer",

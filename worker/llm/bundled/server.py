@@ -31,6 +31,10 @@ from worker.llm.bundled.weights import (
 )
 
 ENGINE_REQUIREMENT = REQUIREMENT
+#: Set to the base URL of a bundled-model server already running on this machine, `worker fix
+#: --model local` uses it (the bundled model's settings and all) instead of starting its own: a
+#: cluster node's one server, shared by its tasks (worker/evaluate/node_model.py).
+SERVED_AT_ENV = "WORKER_LOCAL_MODEL_URL"
 
 
 class EngineMissing(LocalModelError):
