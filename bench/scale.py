@@ -213,9 +213,9 @@ def compare_copies(sizes: list[int], repeat: int) -> None:
 
 
 def time_copies(repo: Path, tmp: Path, repeat: int) -> dict[str, list[float]]:
-    from sandbox.workspace import _copy_files, _list_files
+    from sandbox.workspace import _copy_files, tree_files
 
-    files = _list_files(repo)
+    files = tree_files(repo)
     entries = [str(p) for p in repo.iterdir() if p.name != ".git"]
     ways: dict[str, Callable[[Path], object]] = {
         "cp -a": lambda d: subprocess.run(["cp", "-a", *entries, str(d)], check=True),

@@ -182,7 +182,7 @@ def snapshot(
     ours = [p.resolve() for p in (dest, exclude) if p is not None]
     files = [
         rel
-        for rel in _list_files(repo)
+        for rel in tree_files(repo)
         if not any((repo / rel).absolute().is_relative_to(p) for p in ours)
     ]
     tree_bytes = sum(_size(repo / rel) for rel in files)
@@ -265,7 +265,10 @@ def make_run_dir(prefix: str = "worker-run-") -> Path:
     return make_scratch_dir(prefix)
 
 
-def _list_files(repo: Path) -> list[str]:
+def tree_files(repo: Path) -> list[str]:
+    """The files a run's copy of `repo` is made of: git's tracked and untracked-not-ignored
+    files (git run with nothing of the repository's config that runs a program), or every
+    file outside the noise folders where `repo` is no repository."""
     if user_git(repo, "rev-parse", "--show-toplevel").returncode != 0:
         return _walk(repo)
     proc = user_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")

@@ -1,18 +1,19 @@
 """What a run records about itself for replay: the tree it started from and how it was asked.
 
-The tree hash covers the files a run's working copy is made of (sandbox/workspace.py: git's
-tracked and untracked-not-ignored files, or every file outside a repository; never `.git` or
-the run's own output folder): each file's path, executable bit and bytes, a link's target.
+The tree hash covers the files a run's working copy is made of (`sandbox.workspace.tree_files`,
+the very list the copy is made from, git run safely on the user's repository; never the run's
+own output folder): each file's path, executable bit and bytes, a link's target.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from sandbox.workspace import tree_files
 
 # Flags that say where outputs go or how the run is shown: replay sets its own.
 _OWN_FLAGS = frozenset({"--repo", "--out", "--base-url", "--model"})
@@ -26,7 +27,7 @@ def tree_hash(repo: Path, *, exclude: Path | None = None) -> tuple[str, int]:
     skip = exclude.resolve() if exclude is not None else None
     digest = hashlib.sha256()
     count = 0
-    for rel in _files(repo):
+    for rel in tree_files(repo):
         path = repo / rel
         if skip is not None and path.absolute().is_relative_to(skip):
             continue
@@ -42,24 +43,6 @@ def tree_hash(repo: Path, *, exclude: Path | None = None) -> tuple[str, int]:
         digest.update(kind + len(name).to_bytes(4, "big") + name)
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest(), count
-
-
-def _files(repo: Path) -> list[str]:
-    listed = subprocess.run(
-        ["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True,
-        check=False,
-    )
-    inside = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--show-toplevel"], capture_output=True, check=False
-    )
-    if inside.returncode == 0 and listed.returncode == 0:
-        return sorted({p for p in os.fsdecode(listed.stdout).split("\0") if p})
-    found = []
-    for top, dirs, names in os.walk(repo):
-        dirs[:] = sorted(d for d in dirs if d != ".git")
-        found += [os.path.relpath(os.path.join(top, n), repo) for n in names]
-    return sorted(found)
 
 
 def run_header(
