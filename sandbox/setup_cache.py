@@ -25,6 +25,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from policies.config import ENV_NAME
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox
@@ -70,7 +71,7 @@ DEPENDENCY_GLOBS = (
     "tox.ini",
 )
 TAIL_LINES = 15
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(ENV_NAME)
 _URL_SECRET = re.compile(r"://[^/@\s]+@")
 
 

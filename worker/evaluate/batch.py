@@ -198,8 +198,7 @@ class EvalBatch:
             try:
                 return proc.wait(timeout=None if limit is None else limit + KILL_GRACE_S)
             except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGTERM)
-                return _wait_or_kill(proc)
+                return end_group(proc)
             finally:
                 with self._lock:
                     self._children.pop(proc.pid, None)
@@ -267,6 +266,13 @@ def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
             os.killpg(proc.pid, signum)  # our own child leads its own group (start_new_session)
         except ProcessLookupError:
             pass
+
+
+def end_group(proc: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:
+    """End a child that leads its own process group: SIGTERM to the group, SIGKILL after
+    `grace_s`; its exit status."""
+    _signal_group(proc, signal.SIGTERM)
+    return _wait_or_kill(proc, grace_s)
 
 
 def _wait_or_kill(proc: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:

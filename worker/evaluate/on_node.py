@@ -32,7 +32,7 @@ from sandbox.client import connect
 from sandbox.docker_sandbox import LABEL, RUN_LABELS, RUN_LABELS_ENV, DockerSandbox
 from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.workspace import remove_dir
-from worker.evaluate.batch import KILL_GRACE_S, fix_command
+from worker.evaluate.batch import KILL_GRACE_S, end_group, fix_command
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask
 
@@ -302,10 +302,9 @@ def _run_child(
     try:
         return proc.wait(timeout=limit_s)
     except subprocess.TimeoutExpired:
-        _end_group(proc)
-        return proc.wait()
+        return end_group(proc)
     except BaseException:  # a cancelled Ray task (KeyboardInterrupt): the run ends with it
-        _end_group(proc)
+        end_group(proc)
         raise
 
 
@@ -315,20 +314,6 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() == 1:  # the parent died before prctl took effect
         os._exit(1)
-
-
-def _end_group(proc: subprocess.Popen[bytes], grace_s: float = 60.0) -> None:
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        if proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signum)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def task_from_wire(data: dict[str, Any]) -> EvalTask:
