@@ -19,10 +19,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
-if TYPE_CHECKING:
-    from sandbox.testrun import TestRun
+from sandbox.junit import TestSummary
+from sandbox.results import CommandResult
 
 #: Files that Python would import in place of the test runner, or at start-up.
 SHADOWING_NAMES = frozenset(
@@ -49,6 +49,23 @@ TAMPERING = re.compile(
 )
 
 
+class JudgedRun(Protocol):
+    """What the verdict reads of a test run; `sandbox.testrun.TestRun` is one. The verdict names
+    only these fields, so that it sits below the test run it judges instead of importing it."""
+
+    @property
+    def result(self) -> CommandResult: ...
+
+    @property
+    def summary(self) -> TestSummary | None: ...
+
+    @property
+    def expects_junit(self) -> bool: ...
+
+    @property
+    def token(self) -> str | None: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
     """Pass or not, the rule that decided, and (when not a pass) every reason, in words."""
@@ -71,7 +88,7 @@ class Verdict:
         return {"passed": self.passed, "rule": self.rule, "reasons": list(self.reasons)}
 
 
-def judge_run(run: TestRun) -> Verdict:
+def judge_run(run: JudgedRun) -> Verdict:
     """Did this run, on its own, pass? (See the module docstring for the rules.)"""
     result, summary = run.result, run.summary
     reasons: list[str] = []
@@ -101,7 +118,7 @@ def judge_run(run: TestRun) -> Verdict:
     return Verdict(passed=not reasons, rule="junit", reasons=tuple(reasons))
 
 
-def judge(run: TestRun, *, baseline: TestRun | None, patch: str = "") -> Verdict:
+def judge(run: JudgedRun, *, baseline: JudgedRun | None, patch: str = "") -> Verdict:
     """Is `run` (the whole suite, after `patch`) the fix of `baseline`? See the module docstring."""
     alone = judge_run(run)
     reasons = list(alone.reasons)
@@ -122,7 +139,7 @@ def judge(run: TestRun, *, baseline: TestRun | None, patch: str = "") -> Verdict
     return Verdict(passed=not reasons, rule=alone.rule, reasons=tuple(reasons))
 
 
-def _fixtures_changed(run: TestRun, baseline: TestRun) -> list[str]:
+def _fixtures_changed(run: JudgedRun, baseline: JudgedRun) -> list[str]:
     """Test fixtures this run rewrote (put back since) that the baseline run left as they were:
     a pass that may rest on changed test data (sandbox/fixture_guard.py)."""
     changed = [
@@ -134,7 +151,7 @@ def _fixtures_changed(run: TestRun, baseline: TestRun) -> list[str]:
     return [f"the run changed test fixtures that the tests alone leave as they are: {shown}"]
 
 
-def _against_baseline(outcomes: Mapping[str, str], baseline: TestRun) -> list[str]:
+def _against_baseline(outcomes: Mapping[str, str], baseline: JudgedRun) -> list[str]:
     assert baseline.summary is not None
     reasons: list[str] = []
     for test_id in baseline.summary.failing_ids():
