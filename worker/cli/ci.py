@@ -18,8 +18,10 @@ from worker.ci.actions import append_step_summary, ci_outputs, write_outputs
 from worker.ci.run import CiRun, VerifiedFixRun
 from worker.ci.summary import write_summary
 from worker.cli.exit_codes import EXIT_FLAKY_ONLY, EXIT_NOT_FIXED, EXIT_UNVERIFIED
-from worker.cli.fix import add_fix_arguments, make_request, new_report, run_reported
+from worker.cli.fix_flags import add_fix_arguments
+from worker.cli.fix_request import make_request
 from worker.cli.progress import ProgressPrinter
+from worker.cli.reported_run import new_report, run_reported
 from worker.errors import UsageError
 from worker.loop.trace import Trace
 from worker.run.report import RunReport

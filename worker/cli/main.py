@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
 
 # verb: (help line, module, the function of that module that adds the verb's flags)
 VERBS: dict[str, tuple[str, str, str]] = {
-    "fix": ("run the agent until the tests pass", "fix", "add_fix_arguments"),
+    "fix": ("run the agent until the tests pass", "fix_flags", "add_fix_arguments"),
     "ci": ("from a red CI build: triage flaky tests, fix", "ci", "add_ci_arguments"),
     "publish": (
         "a verified fix as a draft pull request (no LLM key)",

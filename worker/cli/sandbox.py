@@ -42,7 +42,7 @@ def prune(args: argparse.Namespace) -> int:
 
 def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
     """The sub-commands of `worker sandbox` and their flags."""
-    from worker.cli.fix import add_backend_argument
+    from worker.cli.fix_flags import add_backend_argument
 
     sbox = sandbox.add_subparsers(dest="sandbox_command", required=True, parser_class=type(sandbox))
     build = sbox.add_parser("build", help="build the sandbox image (offline if need be)")

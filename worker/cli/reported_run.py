@@ -1,0 +1,84 @@
+"""The ending of a `worker fix` or `worker ci` run as an exit code and a report, written on every
+path (Ctrl-C included)."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Container, Sequence
+from pathlib import Path
+
+from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
+from worker.cli.out_of_space import known_error
+from worker.loop.trace import Trace
+from worker.replay.header import run_header
+from worker.run.fix import FixRequest
+from worker.run.report import RunReport
+
+
+def new_report(request: FixRequest) -> RunReport:
+    """The report of a run about to start (filled as it goes)."""
+    return RunReport(
+        repo=str(request.repo),
+        goal=request.goal,
+        model=request.endpoint.model,
+        endpoint=request.endpoint.base_url,
+        out_dir=str(request.out),
+        cost_usd=0.0 if request.price is not None else None,
+    )
+
+
+def run_reported(
+    request: FixRequest,
+    report: RunReport,
+    run: Callable[[Trace], str],
+    finish: Callable[[], int],
+    *,
+    ordinary: Container[int],
+    argv: Sequence[str] = (),
+) -> int:
+    """Run `run` (it returns the reason of a good ending) and report every ending: the exit
+    code and reason, the traceback of a bug of ours kept in the out folder, `finish` (write and
+    say). An expected ending whose code is `ordinary` returns it; any other is raised again,
+    for the command line to say in one line. The trace starts with what `worker replay` needs:
+    the command line (`argv`), the tree's hash, the endpoint's kind."""
+    try:
+        with Trace(path=request.out / "trace.jsonl") as trace:
+            trace.event("run", **run_header(
+                argv=argv, repo=request.repo, out=request.out, model=request.endpoint.model,
+                local=request.endpoint.local, backend=request.backend,
+            ))  # fmt: skip
+            reason = run(trace)
+        report.finish(EXIT_FIXED, reason)
+    except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
+        known = known_error(exc, out=request.out)
+        report.finish(exit_code_for(known), reason_of(known))
+        if not isinstance(known, EXPECTED):
+            # A bug of ours: one line for the user, the traceback kept for the bug report.
+            keep = request.out / "traceback.txt"
+            keep.write_text(traceback.format_exc(), encoding="utf-8")
+            report.reason = f"internal error: {report.reason} (traceback in {keep})"
+        _finish_or_say(finish, request.out)
+        if report.exit_code in ordinary and isinstance(known, EXPECTED):
+            return report.exit_code  # an ordinary ending (budget, stuck...): said above
+        if known is not exc:
+            raise known from exc
+        raise
+    return _finish_or_say(finish, request.out)
+
+
+def reason_of(exc: BaseException) -> str:
+    """How a run ended, in one line, from the error that ended it."""
+    if isinstance(exc, KeyboardInterrupt) and not str(exc):
+        return "interrupted (SIGINT)"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _finish_or_say(finish: Callable[[], int], out: Path) -> int:
+    """`finish`; where the disk under --out is full, an error that says so (no report then)."""
+    try:
+        return finish()
+    except OSError as exc:
+        known = known_error(exc, out=out)
+        if known is exc:
+            raise
+        raise known from exc
