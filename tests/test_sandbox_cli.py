@@ -39,12 +39,14 @@ def worker(*args: str, env: dict[str, str] | None = None, timeout: float = 300):
     )
 
 
-def test_build_is_a_quick_no_op_the_second_time(sandbox_image):
-    started = time.monotonic()
+def test_build_is_a_no_op_the_second_time(docker_client, sandbox_image):
+    # How long it takes is a benchmark's business (bench/sandbox.py), not a test's.
+    before = docker_client.images.get(sandbox_image)
     proc = worker("sandbox", "build")
     assert proc.returncode == 0, proc.stderr
-    assert "up to date" in proc.stderr
-    assert time.monotonic() - started < 10
+    assert f"image {sandbox_image} is up to date ({before.short_id})" in proc.stderr
+    assert "building" not in proc.stderr
+    assert docker_client.images.get(sandbox_image).id == before.id
 
 
 def test_run_tests_prints_failures_and_exits_1(make_repo, sandbox_image):
