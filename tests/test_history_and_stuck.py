@@ -46,6 +46,7 @@ def test_stuck_detector_nudges_then_stops_and_resets_on_change():
     d = StuckDetector(nudge_at=2, stop_at=3)
     assert d.observe("read_file", {"path": "a"}, "same") is None
     assert d.observe("read_file", {"path": "a"}, "same") == "nudge"
+    assert d.observe("read_file", {"path": "a"}, "same") == "stop"
     assert d.observe("read_file", {"path": "b"}, "same") is None  # a different call
     assert d.observe("read_file", {"path": "b"}, "other") is None  # a different result
 
