@@ -5,7 +5,7 @@
 TASKS is a task file of bench/tasks/generate.py (its reference fixes name the bug's line); RUNS
 are `worker eval --out` folders that ran those tasks: each task's first prompt (system and task
 message, as its trace recorded them) is asked again here, followed by the pointed-sample prompt
-of worker/loop/prompts.py aimed at the bug's own line, pinned as `worker fix` pins it. No
+of worker/search/prompts.py aimed at the bug's own line, pinned as `worker fix` pins it. No
 sandbox and no test run: an answer counts as a fix when it parses to the same Python as the
 reference line (a proxy: a different correct line counts as a miss).
 
@@ -31,8 +31,9 @@ from policies.budgets import LOCAL_ANSWER_TOKENS  # noqa: E402
 from tools.registry import ToolRegistry, default_tools  # noqa: E402
 from worker.llm import bundled  # noqa: E402
 from worker.llm.client import OpenAIModel  # noqa: E402
-from worker.loop import prompts  # noqa: E402
-from worker.loop.suspects import MAX_TEXT, lines_around  # noqa: E402
+from worker.llm.types import CallSettings  # noqa: E402
+from worker.search import prompts  # noqa: E402
+from worker.search.suspects import MAX_TEXT, lines_around  # noqa: E402
 
 
 def bug(patch: str) -> tuple[str, int, str, str] | None:
@@ -180,7 +181,9 @@ def error_of(task_text: str) -> str:
 
 def ask(model: OpenAIModel, messages: list[dict[str, Any]], specs, pin, temperature) -> str | None:
     reply = model.complete(
-        messages, specs, temperature=temperature, only=("replace",), pins={"replace": pin}
+        messages,
+        specs,
+        CallSettings(temperature=temperature, only=("replace",), pins={"replace": pin}),
     )
     for call in reply.tool_calls:
         if call.name == "replace" and isinstance(call.arguments, dict):

@@ -33,7 +33,7 @@ from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from sandbox.lines_run import LineCounts, count_lines  # noqa: E402
 from sandbox.session import open_session  # noqa: E402
 from sandbox.testrun import run_tests  # noqa: E402
-from worker.loop.suspects import rank  # noqa: E402
+from worker.search.suspects import rank  # noqa: E402
 
 LIMITS = Limits(memory_mb=1024, command_timeout_s=300, total_timeout_s=3600)
 

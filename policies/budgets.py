@@ -3,7 +3,7 @@ the cap on one answer's length, sent with each call."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from policies.errors import ConfigError
 
@@ -78,6 +78,21 @@ class BudgetUsage:
     def tokens(self) -> int:
         """Prompt and completion tokens together."""
         return self.tokens_in + self.tokens_out
+
+    def add(self, tokens_in: int, tokens_out: int, cost_usd: float | None) -> BudgetUsage:
+        """One more model call (`cost_usd` None: its price is unknown, and so is the total).
+
+        >>> BudgetUsage().add(100, 20, 0.5).add(10, 2, None)
+        BudgetUsage(steps=2, tokens_in=110, tokens_out=22, cost_usd=None, elapsed_s=0.0)
+        """
+        known = cost_usd is not None and self.cost_usd is not None
+        return replace(
+            self,
+            steps=self.steps + 1,
+            tokens_in=self.tokens_in + tokens_in,
+            tokens_out=self.tokens_out + tokens_out,
+            cost_usd=self.cost_usd + cost_usd if known else None,  # type: ignore[operator]
+        )
 
 
 def check(budgets: Budgets, usage: BudgetUsage) -> str | None:

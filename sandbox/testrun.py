@@ -49,6 +49,11 @@ class TestRun:
     def passed(self) -> bool:
         return self.verdict.passed
 
+    def failing(self) -> float:
+        """How many tests failed, by the report; a run without a readable one counts as worst
+        (infinity), so that any run with a report compares as better."""
+        return float("inf") if self.summary is None else float(len(self.summary.failures))
+
     def to_dict(self) -> dict[str, Any]:
         """This run as plain data: the same fields in report.json and `run-tests --json`."""
         s, result = self.summary, self.result

@@ -20,20 +20,23 @@ from sandbox.verdict import TOKEN_PROPERTY
 from tools.base import Observation
 from tools.spec import ToolSpec
 from worker.llm.types import (
+    PLAIN,
     CallOutOfTime,
+    CallSettings,
     ContextTooLong,
     ModelReply,
-    Pins,
     SecondChoice,
     ToolCall,
     Usage,
 )
 from worker.loop import prompts
-from worker.loop.agent import Agent, BudgetExhausted, GaveUp, SamplesSpent, Stuck
+from worker.loop.agent import Agent
+from worker.loop.endings import BudgetExhausted, GaveUp, SamplesSpent, Stuck
 from worker.loop.history import COLLAPSED, history_chars
-from worker.loop.suspects import MAX_TEXT as MAX_SUSPECT_TEXT
-from worker.loop.suspects import Suspect
 from worker.loop.trace import Trace
+from worker.search.sampling import FirstEdits
+from worker.search.suspects import MAX_TEXT as MAX_SUSPECT_TEXT
+from worker.search.suspects import Suspect
 
 BUGGY = "def mean(v):\n    return sum(v) / (len(v) - 1)\n"
 FIXED = "def mean(v):\n    return sum(v) / len(v)\n"
@@ -67,21 +70,18 @@ class ScriptedModel:
         self,
         messages: list[dict[str, Any]],
         tools: Sequence[ToolSpec],
+        settings: CallSettings = PLAIN,
         *,
-        temperature: float | None = None,
         timeout_s: float | None = None,
-        only: Sequence[str] | None = None,
-        pins: Pins | None = None,
-        second_choices: bool = False,
     ) -> ModelReply:
         self.requests.append(
             {
                 "messages": [dict(m) for m in messages],
-                "temperature": temperature,
+                "temperature": settings.temperature,
                 "timeout_s": timeout_s,
-                "only": only,
-                "pins": pins,
-                "second_choices": second_choices,
+                "only": settings.only,
+                "pins": settings.pins,
+                "second_choices": settings.second_choices,
                 "tools": [tool.name for tool in tools],
             }
         )
@@ -237,7 +237,7 @@ def test_a_repeated_call_is_nudged_warmer_then_stopped(tmp_path):
     assert model.requests[0]["temperature"] is None
     # ... and that reply may not call the repeated tool (json_schema mode enforces it).
     assert "read_file" not in model.requests[nudged]["only"]
-    assert model.requests[nudged]["only"] == ["write_file"]
+    assert model.requests[nudged]["only"] == ("write_file",)
     assert model.requests[0]["only"] is None
 
 
@@ -246,9 +246,9 @@ def test_first_tools_bind_the_first_reply_only(tmp_path):
     model = ScriptedModel([call("write_file", path="calc.py", content=BUGGY + "# wrong\n"),
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools = ["write_file"]
+    agent.opening = FirstEdits(first_tools=("write_file",))
     assert start(agent, env).fixed
-    assert [r["only"] for r in model.requests] == [["write_file"], None]
+    assert [r["only"] for r in model.requests] == [("write_file",), None]
 
 
 def test_verify_ahead_starts_each_edits_clean_run_with_the_patch_of_that_edit(tmp_path):
@@ -382,7 +382,7 @@ def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
                            call("write_file", path="calc.py", content=WRONG),  # same: skipped
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["write_file"], 4
+    agent.opening = FirstEdits(first_tools=("write_file",), edit_samples=4)
     result = start(agent, env)
     assert result.fixed and env.files["calc.py"] == FIXED and "1.0" not in result.patch
     # Every sample is asked with the same messages (the server's prompt cache holds), warmer
@@ -390,7 +390,7 @@ def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
     first = model.requests[0]["messages"]
     assert all(r["messages"] == first for r in model.requests)
     assert [r["temperature"] for r in model.requests] == [None, 0.7, 0.7]
-    assert all(r["only"] == ["write_file"] for r in model.requests)
+    assert all(r["only"] == ("write_file",) for r in model.requests)
     # The run may go on as a conversation after them: every tool stays described.
     assert all(r["tools"] == ["read_file", "write_file"] for r in model.requests)
 
@@ -401,12 +401,12 @@ def test_a_sampled_answer_that_changes_nothing_does_not_use_up_a_sample(tmp_path
                            call("write_file", path="calc.py", content=WRONG),
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["write_file"], 2
+    agent.opening = FirstEdits(first_tools=("write_file",), edit_samples=2)
     assert start(agent, env).fixed and env.files["calc.py"] == FIXED
     # Two edits were sampled although three answers were needed: all on the original prompt.
     first = model.requests[0]["messages"]
     assert len(model.requests) == 3 and all(r["messages"] == first for r in model.requests)
-    assert all(r["only"] == ["write_file"] for r in model.requests)
+    assert all(r["only"] == ("write_file",) for r in model.requests)
 
 
 def test_when_no_sample_fixes_the_first_is_shown_undone_and_not_applied_again(tmp_path):
@@ -417,7 +417,7 @@ def test_when_no_sample_fixes_the_first_is_shown_undone_and_not_applied_again(tm
                            call("write_file", path="calc.py", content=WRONG),  # sent again
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["write_file"], 2
+    agent.opening = FirstEdits(first_tools=("write_file",), edit_samples=2)
     assert start(agent, env).fixed
     # After the samples, the history holds the first one's turn, told it was undone, and the
     # tree is the original one: the second sample left no trace.
@@ -442,7 +442,7 @@ def test_a_sample_that_fixes_part_of_the_failures_is_made_again_and_built_on(tmp
     model = ScriptedModel([call("write_file", path="calc.py", content=WRONG), better,
                            call("write_file", path="total", content="x")])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["write_file"], 2
+    agent.opening = FirstEdits(first_tools=("write_file",), edit_samples=2)
     result = start(agent, env)
     assert result.fixed and env.files["calc.py"] == FIXED
     # The loop went on from the better sample, applied, with its turn in the history.
@@ -457,8 +457,7 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
                            call("write_file", path="calc.py", content=WRONG),  # a duplicate
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["write_file"], 4
-    agent.suspects = SUSPECTS
+    agent.opening = FirstEdits(first_tools=("write_file",), edit_samples=4, suspects=SUSPECTS)
     assert start(agent, env).fixed and env.files["calc.py"] == FIXED
     # The greedy first edit is asked without the suspects (with samples to point, the list
     # stays out of the first message).
@@ -493,8 +492,9 @@ def test_top_suspects_get_warmer_retries_the_likelier_more_then_the_plain_prompt
 
     env.call_tool = tool  # type: ignore[method-assign]
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 8
-    agent.suspects = SUSPECTS
+    agent.opening = FirstEdits(
+        first_tools=("replace", "write_file"), edit_samples=8, suspects=SUSPECTS
+    )
     assert start(agent, env).fixed
     # The greedy edit changed line 2 (spaced its own way), so the first pointed sample goes to
     # line 1; then the warmer retries, line 2 included, the first-ranked line (2) more often
@@ -513,7 +513,7 @@ def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path)
     env = MemoryEnvironment({"calc.py": BUGGY})
     model = ScriptedModel([call("write_file", path="calc.py", content=FIXED)])
     agent = make_agent(model, env, tmp_path)
-    agent.suspects = SUSPECTS
+    agent.opening = FirstEdits(suspects=SUSPECTS)
     assert start(agent, env).fixed
     task = model.requests[0]["messages"][1]["content"]
     row = "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)"
@@ -533,8 +533,7 @@ def test_a_pointed_samples_replace_of_the_pointed_file_carries_the_pointed_line(
     model = ScriptedModel([call("replace", **edit), call("replace", **edit),
                            call("replace", path="other.py", old="a", new="b")])  # fmt: skip
     agent = make_agent(model, env, tmp_path, max_steps=3)
-    agent.first_tools, agent.edit_samples = ["replace"], 2
-    agent.suspects = SUSPECTS
+    agent.opening = FirstEdits(first_tools=("replace",), edit_samples=2, suspects=SUSPECTS)
     with pytest.raises(BudgetExhausted):
         start(agent, env)
     # The greedy answer is run as sent; the pointed one gets line 2 (the places are the tool's
@@ -553,11 +552,12 @@ def test_a_pointed_sample_is_a_replace_of_the_pointed_line_that_the_model_only_c
                            call("write_file", path="calc.py", content=WRONG.replace("1.0", "2")),
                            call("write_file", path="calc.py", content=FIXED)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 4
-    agent.suspects = (SUSPECTS[0], long_line)
+    agent.opening = FirstEdits(
+        first_tools=("replace", "write_file"), edit_samples=4, suspects=(SUSPECTS[0], long_line)
+    )
     assert start(agent, env).fixed
     greedy, pointed, cut = model.requests
-    assert greedy["pins"] is None and greedy["only"] == ["replace", "write_file"]
+    assert greedy["pins"] is None and greedy["only"] == ("replace", "write_file")
     # Pointed at line 2: only replace, with path, old (the whole line) and line fixed.
     assert pointed["only"] == ("replace",)
     assert pointed["pins"] == {
@@ -567,7 +567,7 @@ def test_a_pointed_sample_is_a_replace_of_the_pointed_line_that_the_model_only_c
     assert "Replace that line with what it should be" in hint
     assert "\n>2|     return sum(v)" in hint  # the lines around it, the line marked
     # A line cut short could not be matched in the file: that sample is pointed, not pinned.
-    assert cut["pins"] is None and cut["only"] == ["replace", "write_file"]
+    assert cut["pins"] is None and cut["only"] == ("replace", "write_file")
     assert cut["messages"][-1]["content"].startswith("Look at line calc.py:1:")
 
 
@@ -593,8 +593,9 @@ def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path
         call("write_file", path="calc.py", content=FIXED),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 3
-    agent.suspects, agent.second_choices = SUSPECTS, 3
+    agent.opening = FirstEdits(
+        first_tools=("replace", "write_file"), edit_samples=3, suspects=SUSPECTS, second_choices=3
+    )
     with agent.trace:
         result = start(agent, env)
     assert result.fixed and env.files["calc.py"] == FIXED
@@ -621,8 +622,9 @@ def test_second_choices_already_tried_make_way_for_the_next_likeliest(tmp_path):
                ("write_file", {"path": "calc.py", "content": FIXED})),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 3
-    agent.suspects, agent.second_choices = SUSPECTS, 1
+    agent.opening = FirstEdits(
+        first_tools=("replace", "write_file"), edit_samples=3, suspects=SUSPECTS, second_choices=1
+    )
     with agent.trace:
         assert start(agent, env).fixed and env.files["calc.py"] == FIXED
     events = [json.loads(line) for line in (tmp_path / "trace.jsonl").open()]
@@ -640,8 +642,12 @@ def test_second_choices_never_count_as_steps_without_progress(tmp_path):
         call("write_file", path="calc.py", content=FIXED),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["replace", "write_file"], 3
-    agent.suspects, agent.second_choices = SUSPECTS, len(wrong)
+    agent.opening = FirstEdits(
+        first_tools=("replace", "write_file"),
+        edit_samples=3,
+        suspects=SUSPECTS,
+        second_choices=len(wrong),
+    )
     assert start(agent, env).fixed and len(model.requests) == 3
 
 
@@ -651,7 +657,7 @@ def test_without_converse_the_run_ends_when_no_sample_fixed(tmp_path):
     model = ScriptedModel([call("write_file", path="calc.py", content=WRONG),
                            call("write_file", path="calc.py", content=other)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples, agent.converse = ["write_file"], 2, False
+    agent.opening = FirstEdits(first_tools=("write_file",), edit_samples=2, converse=False)
     with pytest.raises(SamplesSpent, match=r"no sampled first edit fixed .* \(2 answers\)"):
         start(agent, env)
     # The model was asked for the two samples only, and the tree is as it was.
@@ -685,8 +691,9 @@ def test_a_suspect_line_a_diff_took_out_is_skipped(tmp_path):
         else MemoryEnvironment.call_tool(env, c)
     )  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.first_tools, agent.edit_samples = ["apply_patch", "write_file"], 2
-    agent.suspects = SUSPECTS
+    agent.opening = FirstEdits(
+        first_tools=("apply_patch", "write_file"), edit_samples=2, suspects=SUSPECTS
+    )
     assert start(agent, env).fixed
     # The greedy diff took line 2 out (refused or not), so the next sample is pointed past it.
     assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")

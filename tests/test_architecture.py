@@ -52,6 +52,17 @@ def test_the_loop_importing_the_command_line_is_refused(tmp_path):
     assert proc.returncode != 0 and "Nothing imports the command line BROKEN" in proc.stdout
 
 
+def test_the_loop_importing_the_search_is_refused(tmp_path):
+    # The rule of docs/architecture.md: a line that exists because a small model makes mistakes
+    # belongs to worker/search/, which opens a run through worker/loop/opening.py.
+    tree = copy_project(tmp_path)
+    agent = tree / "worker" / "loop" / "agent.py"
+    agent.write_text(agent.read_text() + "\nfrom worker.search import sampling  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0 and "The loop does not import the search" in proc.stdout
+    assert "worker.loop.agent -> worker.search.sampling" in proc.stdout
+
+
 def test_the_command_line_starts_without_the_model_client_the_loop_or_rich():
     # `worker fix` loads the openai SDK in a process of its own and the loop and the tools on a
     # thread while the sandbox starts (worker/run/fix.py): a module that imports them at the top
@@ -61,7 +72,8 @@ def test_the_command_line_starts_without_the_model_client_the_loop_or_rich():
         "import worker.cli.fix, worker.run.fix;"
         "from worker.cli.progress import ProgressPrinter;"
         "out = io.StringIO(); ProgressPrinter(stream=out).say('[b]x[/b] :smile:');"
-        "late = ('openai', 'rich', 'worker.loop.agent', 'tools.registry');"
+        "late = ('openai', 'rich', 'worker.loop.agent', 'worker.search.sampling',"
+        " 'tools.registry');"
         "print(sorted(m for m in late if m in sys.modules), repr(out.getvalue()))"
     )
     proc = subprocess.run(

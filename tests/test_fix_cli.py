@@ -781,6 +781,9 @@ def test_an_edit_the_model_nearly_wrote_is_tried_by_the_tests_and_kept(make_repo
     events = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
     (second,) = [e for e in events if e["type"] == "second_choice"]
     assert (second["was"], second["token"]) == (" - 1)", ")")
+    # The progress says one line for the pointed answer, its second choice counted on it.
+    (step,) = [line for line in proc.stderr.splitlines() if line.startswith("step  2")]
+    assert "old and new are the same" in step and "; 1 second choice tried, the last fixed" in step
 
 
 def test_without_locate_a_hosted_model_gets_no_suspect_lines(make_repo, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 
 from sandbox.lines_run import count_lines, parse_counts
 from sandbox.testrun import run_tests
-from worker.loop.suspects import rank
+from worker.search.suspects import rank
 
 pytestmark = pytest.mark.docker
 

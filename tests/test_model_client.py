@@ -25,6 +25,7 @@ from worker.llm.client import (
     to_text_history,
 )
 from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
+from worker.llm.types import CallSettings
 
 READ = ToolSpec(
     name="read_file",
@@ -132,7 +133,7 @@ def test_json_schema_mode_can_hold_a_reply_to_some_tools_with_the_prompt_unchang
     script = [action("read_file", {"path": "b.py"}), action("read_file", {"path": "b.py"})]
     with ScriptedServer(script=script) as server, model(server, "json_schema") as client:
         client.complete(MESSAGES, TOOLS)
-        client.complete(MESSAGES, TOOLS, only=["read_file"])
+        client.complete(MESSAGES, TOOLS, CallSettings(only=("read_file",)))
     free, held = server.requests
     consts = [
         b["properties"]["tool"]["const"]
@@ -148,7 +149,9 @@ def test_json_schema_mode_pins_arguments_so_the_model_writes_only_the_others() -
     with ScriptedServer(script=[action("read_file", {"path": "b.py"})]) as server:
         with model(server, "json_schema") as client:
             client.complete(
-                MESSAGES, TOOLS, only=["read_file"], pins={"read_file": {"path": "b.py"}}
+                MESSAGES,
+                TOOLS,
+                CallSettings(only=("read_file",), pins={"read_file": {"path": "b.py"}}),
             )
     (sent,) = server.requests
     schema = sent["response_format"]["json_schema"]["schema"]
@@ -192,7 +195,9 @@ def test_second_choices_are_the_answer_with_a_runner_up_token_that_still_fits() 
     with ScriptedServer(script=[text(answer, logprobs=tokens)]) as server:
         with model(server, "json_schema") as client:
             reply = client.complete(
-                MESSAGES, [replace_spec], only=["replace"], pins=pins, second_choices=True
+                MESSAGES,
+                [replace_spec],
+                CallSettings(only=("replace",), pins=pins, second_choices=True),
             )
     sent = server.requests[0]
     assert sent["logprobs"] is True and sent["top_logprobs"] >= 5
@@ -211,8 +216,8 @@ def test_an_endpoint_that_refuses_logprobs_still_answers_without_second_choices(
     script = [http_error(400, refusal), text(answer), text(answer)]
     with ScriptedServer(script=script) as server:
         with model(server, "json_schema") as client:
-            first = client.complete(MESSAGES, TOOLS, second_choices=True)
-            client.complete(MESSAGES, TOOLS, second_choices=True)
+            first = client.complete(MESSAGES, TOOLS, CallSettings(second_choices=True))
+            client.complete(MESSAGES, TOOLS, CallSettings(second_choices=True))
     assert first.tool_calls[0].arguments == {"path": "b.py"} and first.second_choices == ()
     asked = ["logprobs" in request for request in server.requests]
     assert asked == [True, False, False]  # refused once, never asked again

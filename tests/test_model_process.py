@@ -14,7 +14,13 @@ import pytest
 from worker.errors import ModelUnavailable
 from worker.llm.process import ModelProcess
 from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
-from worker.llm.types import CallOutOfTime, ContextTooLong, ModelAuthError, ToolSpec
+from worker.llm.types import (
+    CallOutOfTime,
+    CallSettings,
+    ContextTooLong,
+    ModelAuthError,
+    ToolSpec,
+)
 
 READ = ToolSpec(
     name="read_file",
@@ -40,7 +46,7 @@ def test_a_tool_call_comes_back_as_the_client_made_it():
     usage = {"prompt_tokens": 120, "completion_tokens": 9}
     script = [tool_call("read_file", {"path": "a.py"}, usage=usage), text("done")]
     with ScriptedServer(script=script) as server, connected(server) as client:
-        reply = client.complete(MESSAGES, [READ], temperature=0.7, timeout_s=30)
+        reply = client.complete(MESSAGES, [READ], CallSettings(temperature=0.7), timeout_s=30)
         second = client.complete(MESSAGES, [READ])
         server.assert_all_used()
     (call,) = reply.tool_calls
@@ -56,7 +62,7 @@ def test_the_json_schema_mode_and_its_held_tools_cross_the_pipe():
     with ScriptedServer(script=script) as server:
         with connected(server, tool_mode="json_schema") as client:
             pins = {"read_file": {"path": "b.py"}}
-            reply = client.complete(MESSAGES, [READ], only=["read_file"], pins=pins)
+            reply = client.complete(MESSAGES, [READ], CallSettings(only=("read_file",), pins=pins))
     assert reply.tool_calls[0].arguments == {"path": "b.py"} and client.mode == "json_schema"
     schema = server.requests[0]["response_format"]["json_schema"]["schema"]
     (branch,) = schema["oneOf"]
@@ -71,7 +77,9 @@ def test_second_choices_cross_the_pipe():
     script = [text("".join(t for t, _ in tokens), logprobs=logprobs)]
     with ScriptedServer(script=script) as server:
         with connected(server, tool_mode="json_schema") as client:
-            reply = client.complete(MESSAGES, [READ], only=["read_file"], second_choices=True)
+            reply = client.complete(
+                MESSAGES, [READ], CallSettings(only=("read_file",), second_choices=True)
+            )
     assert reply.tool_calls[0].arguments == {"path": "b.py"}
     (second,) = reply.second_choices  # what the model nearly wrote, rebuilt on this side
     assert second.call.arguments == {"path": "b.pyi"} and second.token == '.pyi"}}'

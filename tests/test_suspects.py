@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sandbox.lines_run import LineCounts
-from worker.loop.suspects import rank, render
+from worker.search.suspects import rank, render
 
 SOURCE = """\
 def first(items, default):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from worker.loop.agent import StepInfo
+    from worker.loop.turns import StepInfo
 
 
 class ProgressPrinter:

@@ -22,13 +22,14 @@ from openai.types.chat import ChatCompletion
 from policies.budgets import ANSWER_TOKENS
 from worker.errors import ModelUnavailable
 from worker.llm.types import (
+    PLAIN,
     CallOutOfTime,
+    CallSettings,
     ContextTooLong,
     ModelAuthError,
     ModelBadRequest,
     ModelRefused,
     ModelReply,
-    Pins,
     SecondChoice,
     TokenChoices,
     ToolCall,
@@ -190,25 +191,20 @@ class OpenAIModel:
         self,
         messages: Sequence[dict[str, Any]],
         tools: Sequence[ToolSpec],
+        settings: CallSettings = PLAIN,
         *,
-        temperature: float | None = None,
         timeout_s: float | None = None,
-        only: Sequence[str] | None = None,
-        pins: Pins | None = None,
-        second_choices: bool = False,
     ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
 
-        `temperature` overrides the configured one for this call only (the loop raises it to
-        break a repeat). `only` names the tools this reply may call: in json_schema mode the
-        reply's schema holds only those (the prompt still describes every tool, so a server's
-        prompt cache still holds); native and text modes cannot enforce it and ignore it.
-        `pins` fixes arguments of those tools the same way (json_schema mode only).
-        `second_choices` asks for the answer's token log-probabilities and returns the calls
-        that the runner-up tokens spell (json_schema mode only; see wire_text.second_choices).
-        `timeout_s` bounds the whole call, retries included: when it runs out
-        the call raises CallOutOfTime. A request too long for the model's window raises
-        ContextTooLong (never retried, never a reason to switch mode).
+        `settings` holds this call's own choices (worker/llm/types.CallSettings): a temperature
+        over the configured one; in json_schema mode, the tools the reply may call (the prompt
+        still describes every tool, so a server's prompt cache still holds), arguments pinned
+        the same way, and the second choices (the calls the runner-up tokens spell, from the
+        answer's token log-probabilities; see wire_text.second_choices). `timeout_s` bounds the
+        whole call, retries included: when it runs out the call raises CallOutOfTime. A request
+        too long for the model's window raises ContextTooLong (never retried, never a reason to
+        switch mode).
 
         In auto mode: a 400 to native tools or to a response_format switches to text mode and
         asks again; native replies that carry tool calls only in their text switch to text mode
@@ -218,16 +214,15 @@ class OpenAIModel:
         stop_at = None if timeout_s is None else time.monotonic() + timeout_s
         mode = self._mode
         try:
-            reply = self._call(
-                messages, tools, mode, temperature, stop_at, only, pins, second_choices
-            )
+            reply = self._call(messages, tools, mode, settings, stop_at)
         except ModelBadRequest as exc:
             if isinstance(exc, ContextTooLong):
                 raise
             if self.tool_mode != "auto" or not tools or mode == "text":
                 raise
             self._mode = "text"
-            return self._call(messages, tools, "text", temperature, stop_at)
+            plain = CallSettings(temperature=settings.temperature)
+            return self._call(messages, tools, "text", plain, stop_at)
         if self.tool_mode != "auto" or not tools or mode != "native" or reply.tool_calls:
             return reply
         content, calls = parse_text_tool_calls(reply.content or "", self._new_id)
@@ -245,12 +240,10 @@ class OpenAIModel:
         messages: Sequence[dict[str, Any]],
         tools: Sequence[ToolSpec],
         mode: WireMode,
-        temperature: float | None = None,
-        only: Sequence[str] | None = None,
-        pins: Pins | None = None,
+        settings: CallSettings = PLAIN,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, self._cap_key: self.max_completion_tokens}
-        chosen = self.temperature if temperature is None else temperature
+        chosen = self.temperature if settings.temperature is None else settings.temperature
         if chosen is not None:
             body["temperature"] = chosen
         if mode == "native":
@@ -263,9 +256,10 @@ class OpenAIModel:
         if tools:
             turns = with_system_addition(turns, tool_prompt(tools, mode=mode))
             if mode == "json_schema":
+                only = settings.only
                 allowed = [t for t in tools if only is None or t.name in only]
                 body["response_format"] = action_response_format(
-                    allowed or tools, final=only is None, pins=pins
+                    allowed or tools, final=only is None, pins=settings.pins
                 )
         body["messages"] = turns
         return body
@@ -275,14 +269,13 @@ class OpenAIModel:
         messages: Sequence[dict[str, Any]],
         tools: Sequence[ToolSpec],
         mode: WireMode,
-        temperature: float | None = None,
+        settings: CallSettings,
         stop_at: float | None = None,
-        only: Sequence[str] | None = None,
-        pins: Pins | None = None,
-        seconds: bool = False,
     ) -> ModelReply:
-        body = self._request(messages, tools, mode, temperature, only, pins)
-        seconds = seconds and mode == "json_schema" and bool(tools) and self._logprobs
+        body = self._request(messages, tools, mode, settings)
+        seconds = (
+            settings.second_choices and mode == "json_schema" and bool(tools) and self._logprobs
+        )
         if seconds:
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         completion, attempts = self._send(body, stop_at)
@@ -302,7 +295,7 @@ class OpenAIModel:
         nearly: tuple[SecondChoice, ...] = ()
         tokens = _token_choices(choice) if seconds else []
         if tokens and len(calls) == 1:
-            nearly = wire_second_choices(tokens, calls[0], pins)
+            nearly = wire_second_choices(tokens, calls[0], settings.pins)
         return ModelReply(
             content=content,
             tool_calls=calls,

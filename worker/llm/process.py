@@ -25,15 +25,15 @@ from typing import IO, Any
 
 from worker.errors import ModelUnavailable
 from worker.llm.types import (
+    PLAIN,
     CallOutOfTime,
+    CallSettings,
     ContextTooLong,
     ModelAuthError,
     ModelBadRequest,
     ModelRefused,
     ModelReply,
-    Pins,
     ToolSpec,
-    plain_pins,
 )
 
 ANSWER_GRACE_S = 10.0  # beyond a call's own time limit, before the child is taken for hung
@@ -102,12 +102,9 @@ class ModelProcess:
         self,
         messages: Sequence[dict[str, Any]],
         tools: Sequence[ToolSpec],
+        settings: CallSettings = PLAIN,
         *,
-        temperature: float | None = None,
         timeout_s: float | None = None,
-        only: Sequence[str] | None = None,
-        pins: Pins | None = None,
-        second_choices: bool = False,
     ) -> ModelReply:
         """One model call in the child; its errors are raised here as the client raised them."""
         self._send(
@@ -115,11 +112,8 @@ class ModelProcess:
                 "op": "complete",
                 "messages": list(messages),
                 "tools": [asdict(tool) for tool in tools],
-                "temperature": temperature,
+                "settings": settings.to_dict(),
                 "timeout_s": timeout_s,
-                "only": list(only) if only is not None else None,
-                "pins": plain_pins(pins),
-                "second_choices": second_choices,
             }
         )
         wait = None if timeout_s is None else timeout_s + ANSWER_GRACE_S

@@ -16,7 +16,7 @@ import traceback
 from typing import Any, TextIO
 
 from worker.errors import ModelUnavailable
-from worker.llm.types import ToolSpec
+from worker.llm.types import CallSettings, ToolSpec
 
 
 def main() -> None:
@@ -41,11 +41,8 @@ def main() -> None:
                 reply = model.complete(
                     request["messages"],
                     [ToolSpec(**tool) for tool in request["tools"]],
-                    temperature=request["temperature"],
+                    CallSettings.from_dict(request["settings"]),
                     timeout_s=request["timeout_s"],
-                    only=request["only"],
-                    pins=request.get("pins"),
-                    second_choices=bool(request.get("second_choices", False)),
                 )
                 answer = {"ok": True, "reply": reply.to_dict()}
         except (ModelUnavailable, ValueError) as exc:

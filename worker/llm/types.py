@@ -24,6 +24,42 @@ def plain_pins(pins: Pins | None) -> dict[str, dict[str, Any]] | None:
     return {name: dict(args) for name, args in pins.items()} if pins else None
 
 
+@dataclass(frozen=True)
+class CallSettings:
+    """What one model call is asked beyond its conversation, chosen by the caller for that call
+    alone. `temperature`: None is the client's configured one. `only`: the tools the reply may
+    call (None: any). `pins`: arguments those tools' calls must carry. `second_choices`: bring
+    back the edits the runner-up tokens spell. `only`, `pins` and `second_choices` bind in
+    json_schema mode only; native and text modes cannot enforce them and ignore them."""
+
+    temperature: float | None = None
+    only: tuple[str, ...] | None = None
+    pins: Pins | None = None
+    second_choices: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (a request to the model process, a trace event)."""
+        return {
+            "temperature": self.temperature,
+            "only": list(self.only) if self.only is not None else None,
+            "pins": plain_pins(self.pins),
+            "second_choices": self.second_choices,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CallSettings:
+        only = data.get("only")
+        return cls(
+            temperature=data.get("temperature"),
+            only=tuple(only) if only is not None else None,
+            pins=data.get("pins") or None,
+            second_choices=bool(data.get("second_choices", False)),
+        )
+
+
+PLAIN = CallSettings()  # a call with nothing of its own: the client's temperature, any tool
+
+
 class ModelRefused(ModelUnavailable):
     """The endpoint answered with an error that retrying cannot fix."""
 
@@ -68,6 +104,11 @@ class ToolCall:
         """The entry for an assistant message's `tool_calls` in the canonical history."""
         function = {"name": self.name, "arguments": self.raw_arguments}
         return {"id": self.id, "type": "function", "function": function}
+
+    def key(self) -> str:
+        """Its tool and arguments as one comparable string (the same edit sent twice: one key)."""
+        args = self.arguments if self.arguments is not None else self.raw_arguments
+        return json.dumps([self.name, args], sort_keys=True, default=str)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.loop.endings import BudgetExhausted
+from worker.loop.trace import Trace
+
 COLLAPSED = (
     "[older output collapsed to save context: {size} characters; call the tool again if needed]"
 )
@@ -32,6 +35,28 @@ def compact(
             out[i] = {**message, "content": short}
             total -= len(content) - len(short)
     return out
+
+
+def shrink(
+    messages: list[dict[str, Any]],
+    sent: list[dict[str, Any]],
+    max_chars: int,
+    why: Exception,
+    trace: Trace,
+) -> tuple[list[dict[str, Any]], int]:
+    """After the endpoint said `sent` is too long: the history compacted to half its size (the
+    two newest messages whole), and that size, the limit for the calls after. When compacting
+    cannot make it smaller, the context budget is spent (BudgetExhausted)."""
+    size = history_chars(sent)
+    max_chars = max(1, min(max_chars, size) // 2)
+    smaller = compact(messages, max_chars=max_chars, keep_recent=2)
+    trace.event("context_too_long", chars=size, shrunk_to=history_chars(smaller))
+    if history_chars(smaller) >= size:
+        raise BudgetExhausted(
+            f"context budget exhausted: the conversation ({size} characters) does not fit "
+            f"the model's window even compacted; {why}"
+        ) from why
+    return smaller, max_chars
 
 
 def history_chars(messages: list[dict[str, Any]]) -> int:

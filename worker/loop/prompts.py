@@ -43,10 +43,6 @@ UNDONE = """\
 This edit made more tests fail ({after}) than before it ({before}), so the harness undid it: \
 the files are as they were before this edit. Try a different change."""
 
-SAMPLE_UNDONE = """\
-The failing tests still failed after this edit, so the harness undid it: the files are as they \
-were at the start. Look at the code again and make a different change."""
-
 ALREADY_UNDONE = """\
 This exact edit was already made and undone, because it did not fix the failing tests. It was \
 not applied again: make a different change."""
@@ -62,10 +58,13 @@ The harness re-ran the tests on a clean copy with your patch applied, and that i
 Your fix must work from the patch alone. Keep going."""
 
 
-FOCUS = """\
-Look at line {where}: {text}
-{around}The failing tests run it. Replace that line with what it should be: if it is wrong, the \
-corrected line; if it is right, the same line."""
+def undone(*, after: float, before: float) -> str:
+    """UNDONE with the failing counts (infinity: a run without a report)."""
+
+    def shown(failing: float) -> str:
+        return "the suite no longer runs" if failing == float("inf") else f"{failing:.0f}"
+
+    return UNDONE.format(after=shown(after), before=shown(before))
 
 
 def task_message(

@@ -27,7 +27,7 @@ class StuckDetector:
     idle_steps: int = 10
     _recent: deque[str] = field(default_factory=deque)
     _idle: int = 0
-    _best: tuple[int, int] | None = field(default=None)
+    _best: tuple[float, int] | None = field(default=None)
 
     def observe(self, tool: str, arguments: Any, result: str) -> str | None:
         """Record one tool call; returns "nudge", "stop" or None."""
@@ -44,9 +44,10 @@ class StuckDetector:
             return "nudge"
         return None
 
-    def step_done(self, *, failing: int | None, diff_size: int) -> bool:
-        """Record the state after a step; True when nothing improved for `idle_steps` steps."""
-        state = (failing if failing is not None else 10**9, diff_size)
+    def step_done(self, *, failing: float, diff_size: int) -> bool:
+        """Record the state after a step (failing tests, infinity for a run without a report);
+        True when nothing improved for `idle_steps` steps."""
+        state = (failing, diff_size)
         if self._best is None or state[0] < self._best[0] or state[1] != self._best[1]:
             self._best = (min(state[0], self._best[0]) if self._best else state[0], state[1])
             self._idle = 0

@@ -13,6 +13,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from worker.llm.types import ModelReply
+
 # 1: the header line; the `run` event (tree hash, command line, settings); `sample` and `second`
 # on the model_call and tool_call events of sampled first edits and their second choices.
 # 2: on model_call, `answer` (the text a json_schema or text-mode reply's tool calls were parsed
@@ -56,3 +58,14 @@ class Trace:
         record = {"type": kind, "t": round(time.monotonic() - self._start, 3), **fields}
         self._file.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
         self._file.flush()
+
+
+def replay_fields(reply: ModelReply) -> dict[str, Any]:
+    """What `worker replay` needs beyond the parsed reply: the answer's text when the tool calls
+    were parsed out of it, the tokens and runner-ups its second choices came from."""
+    kept: dict[str, Any] = {}
+    if reply.answer != reply.content:
+        kept["answer"] = reply.answer
+    if reply.logprobs:
+        kept["logprobs"] = [[token, [list(o) for o in others]] for token, others in reply.logprobs]
+    return kept

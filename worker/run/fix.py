@@ -36,30 +36,23 @@ from worker.run.clock import RunClock
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.preload import preloaded
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
+from worker.search.profile import Profile, profile_for
 
 if TYPE_CHECKING:
-    from worker.loop.agent import Agent, LoopResult, StepInfo
-    from worker.loop.suspects import Suspect
+    from tools.base import ToolContext
+    from tools.registry import ToolRegistry
+    from worker.loop.agent import Agent
+    from worker.loop.turns import LoopResult, StepInfo
     from worker.run.environment import SandboxEnvironment
+    from worker.search.sampling import FirstEdits
+    from worker.search.suspects import Suspect
 
 LOCATE_TIMEOUT_S = 120.0  # the traced run of the failing tests' files, at most
-LOCAL_FAILURES_SHOWN = 3  # in the bundled model's first message: its prompt is every answer's
-LOCAL_CONTEXT_CHARS = 18_000  # the bundled server has an 8192-token window
-REMOTE_CONTEXT_CHARS = 60_000
-# First edits the bundled model is sampled for (each tried on the original tree): the greedy
-# one, one per top suspect line, then the warmer retries of those lines (worker/loop/agent.py
-# HOT_RETRIES). An answer refused or repeated does not count (at most 2 answers per sample).
-# On 26 fresh planted tasks with a cap of 8 (arm U, docs/evaluation.md), 4 of the 9 fixes
-# came from warmer retries, 2 of them from the 5th sample; samples 6 to 8 fixed none and took
-# the median prompt tokens from 14.6k to 20.7k. So the cap is 5, read off that run: the next
-# fresh set is its check.
-LOCAL_EDIT_SAMPLES = 5
-# Second choices tried after each pinned sample of the bundled model (docs/evaluation.md).
-LOCAL_SECOND_CHOICES = 5
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
 LOOP_MODULES = (
     "worker.loop.agent",
+    "worker.search.sampling",
     "worker.loop.grounding",
     "tools.registry",
     "worker.run.environment",
@@ -113,6 +106,11 @@ class FixRun:
     clock: RunClock = field(default_factory=lambda: RunClock(limit_s=None))
     # Which set-up ran, for a baseline that cannot import what it needs (prepare_sandbox).
     setup_said: str = "no set-up ran: pass --setup 'pip install ...'"
+
+    @property
+    def profile(self) -> Profile:
+        """The settings for this endpoint's kind of model, the user's own laid over them."""
+        return profile_for(bundled=self.request.endpoint.local, config=self.request.config)
 
     def run(self) -> str:
         self.clock = RunClock(limit_s=self.request.config.budgets.max_wall_s)
@@ -188,17 +186,14 @@ class FixRun:
 
     def _client_options(self, base_url: str | None) -> dict[str, Any]:
         """The keyword arguments of the `OpenAIModel` the client's process builds."""
-        endpoint, config = self.request.endpoint, self.request.config
-        mode = config.tool_mode
-        if endpoint.local and mode == "auto":
-            mode = "json_schema"  # measured: the bundled model never emits native tool_calls
+        config, profile = self.request.config, self.profile
         return {
-            "model": endpoint.model,
+            "model": self.request.endpoint.model,
             "base_url": base_url,
             "temperature": config.temperature,
-            "timeout_s": 600.0 if endpoint.local else 120.0,
-            "max_completion_tokens": answer_cap(config.budgets, bundled=endpoint.local),
-            "tool_mode": mode,
+            "timeout_s": profile.call_timeout_s,
+            "max_completion_tokens": answer_cap(config.budgets, bundled=profile.bundled),
+            "tool_mode": profile.tool_mode if config.tool_mode == "auto" else config.tool_mode,
         }
 
     @contextlib.contextmanager
@@ -268,23 +263,12 @@ class FixRun:
         tests: TestRunCache,
     ) -> LoopResult:
         """The agent over the real tools; whatever its ending, the report records it."""
-        from tools.base import ToolContext
         from tools.registry import ToolRegistry, default_tools
         from worker.loop.agent import Agent
-        from worker.loop.grounding import implicated_code, implicated_files
         from worker.run.environment import SandboxEnvironment
 
-        req, config = self.request, self.request.config
-        context = ToolContext(
-            workspace=session.workspace.path,
-            box=session.box,
-            paths=config.paths,
-            truncation=config.truncation,
-            test_cmd=baseline.test_cmd,
-            test_timeout_s=req.test_timeout_s,
-            tests=tests,
-            known_tests=_known_tests(baseline),
-        )
+        req, config, profile = self.request, self.request.config, self.profile
+        context = self._tool_context(session, baseline, tests)
         registry = ToolRegistry(tools=default_tools(config.edit_tools))
         env = SandboxEnvironment(
             session=session, registry=registry, context=context, prepared=prepared,
@@ -292,23 +276,7 @@ class FixRun:
             edited_timeout_s=edited_test_timeout(baseline.result.duration_s, req.test_timeout_s),
         )  # fmt: skip
         listing = registry.call("list_dir", {}, context).text
-        locate = req.endpoint.local if config.locate is None else config.locate
-        suspects = self.locate(session, baseline) if locate else []
-        grounding = implicated_code(baseline, workspace=context.workspace, paths=config.paths)
-        edits = [name for name in ("replace", "apply_patch") if name in registry.names]
-        # The code the failing tests reach is in the first message, or suspect lines are known
-        # (each pointed sample shows its line's neighbours): with first_edit, the first reply
-        # must be an edit (where the endpoint's mode can enforce that).
-        first_edit = req.endpoint.local if config.first_edit is None else config.first_edit
-        first_tools = edits if (grounding.shows_code or suspects) and first_edit else None
-        sources = grounding.text
-        if not sources:  # no definition found: the start of the files the failures point at
-            sources = "\n\n".join(
-                registry.call("read_file", {"path": rel, "end_line": 120}, context).text
-                for rel in implicated_files(
-                    baseline, workspace=context.workspace, paths=config.paths, limit=2
-                )
-            )
+        opening, sources = self._opening(session, baseline, registry, context)
         price = req.price
         agent = Agent(
             model=model,
@@ -317,24 +285,11 @@ class FixRun:
             trace=self.trace,
             cost_of=(lambda u: pricing.cost(price, u)) if price else (lambda u: None),
             on_step=self.progress.step,
-            max_context_chars=LOCAL_CONTEXT_CHARS if req.endpoint.local else REMOTE_CONTEXT_CHARS,
-            first_tools=first_tools,
-            undo_worse_edits=req.endpoint.local
-            if config.undo_worse_edits is None
-            else config.undo_worse_edits,
-            edit_samples=(LOCAL_EDIT_SAMPLES if req.endpoint.local else 1)
-            if config.edit_samples is None
-            else config.edit_samples,
-            verify_ahead=not req.endpoint.local
-            if config.verify_ahead is None
-            else config.verify_ahead,
-            suspects=suspects,
-            converse=not req.endpoint.local if config.converse is None else config.converse,
-            shown_failures=LOCAL_FAILURES_SHOWN if req.endpoint.local else 10,
-            # The client reads them from a json_schema-mode answer only, and sends none otherwise.
-            second_choices=(LOCAL_SECOND_CHOICES if req.endpoint.local else 0)
-            if config.second_choices is None
-            else config.second_choices,
+            max_context_chars=profile.context_chars,
+            undo_worse_edits=profile.undo_worse_edits,
+            verify_ahead=profile.verify_ahead,
+            shown_failures=profile.shown_failures,
+            opening=opening,
             started_at=self.clock.started,
         )
         with env:  # the clean check's sandbox starts now, while the model works
@@ -343,10 +298,65 @@ class FixRun:
             finally:
                 self.record(agent, env, model, baseline)
 
+    def _tool_context(
+        self, session: SandboxSession, baseline: TestRun, tests: TestRunCache
+    ) -> ToolContext:
+        from tools.base import ToolContext
+
+        config = self.request.config
+        return ToolContext(
+            workspace=session.workspace.path,
+            box=session.box,
+            paths=config.paths,
+            truncation=config.truncation,
+            test_cmd=baseline.test_cmd,
+            test_timeout_s=self.request.test_timeout_s,
+            tests=tests,
+            known_tests=_known_tests(baseline),
+        )
+
+    def _opening(
+        self,
+        session: SandboxSession,
+        baseline: TestRun,
+        registry: ToolRegistry,
+        context: ToolContext,
+    ) -> tuple[FirstEdits, str]:
+        """The search's opening (worker/search/sampling.py) as the profile sets it, and the
+        source code the first message shows."""
+        from worker.loop.grounding import implicated_code, implicated_files
+        from worker.search.sampling import FirstEdits
+
+        profile, paths = self.profile, self.request.config.paths
+        suspects = self.locate(session, baseline) if profile.locate else []
+        grounding = implicated_code(baseline, workspace=context.workspace, paths=paths)
+        edits = tuple(name for name in ("replace", "apply_patch") if name in registry.names)
+        # The code the failing tests reach is in the first message, or suspect lines are known
+        # (each pointed sample shows its line's neighbours): with first_edit, the first reply
+        # must be an edit (where the endpoint's mode can enforce that).
+        shown = grounding.shows_code or bool(suspects)
+        opening = FirstEdits(
+            first_tools=edits if shown and profile.first_edit else None,
+            edit_samples=profile.edit_samples,
+            suspects=suspects,
+            converse=profile.converse,
+            # The client reads them from a json_schema-mode answer only, and sends none otherwise.
+            second_choices=profile.second_choices,
+        )
+        sources = grounding.text
+        if not sources:  # no definition found: the start of the files the failures point at
+            sources = "\n\n".join(
+                registry.call("read_file", {"path": rel, "end_line": 120}, context).text
+                for rel in implicated_files(
+                    baseline, workspace=context.workspace, paths=paths, limit=2
+                )
+            )
+        return opening, sources
+
     def locate(self, session: SandboxSession, baseline: TestRun) -> list[Suspect]:
         """One traced run of the failing tests' files; their lines ranked (worker/loop/suspects)."""
         from sandbox.lines_run import count_lines
-        from worker.loop.suspects import rank
+        from worker.search.suspects import rank
 
         if baseline.summary is None or not baseline.summary.failures:
             return []

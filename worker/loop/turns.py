@@ -1,0 +1,55 @@
+"""What a step of the loop hands back: how the run ended (a verified fix), what the next model
+call is asked, and a line of progress for people."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sandbox.testrun import TestRun
+from sandbox.verdict import Verdict
+from tools.base import Observation
+from worker.llm.types import PLAIN, CallSettings
+
+
+@dataclass(kw_only=True)
+class LoopResult:
+    """How the loop ended: a verified fix, or not, and what was measured on the way."""
+
+    fixed: bool
+    reason: str
+    patch: str = ""
+    tests_after: TestRun | None = None
+    verification: TestRun | None = None
+    verdict: Verdict | None = None  # the clean re-run judged against the baseline
+
+
+@dataclass(frozen=True)
+class Turn:
+    """After a step: the run's ending (a verified fix), or the next model call's settings (a
+    nudge's warmer call that may not repeat the tool; the first edit the opening asks for)."""
+
+    done: LoopResult | None = None
+    then: CallSettings = PLAIN
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepInfo:
+    """One line of progress: what the model did in a step and how it went."""
+
+    step: int
+    tool: str
+    target: str
+    outcome: str
+    tokens: int
+    elapsed_s: float
+
+
+def outcome(observation: Observation, tests: TestRun | None) -> str:
+    """How a tool call went, in a few words: refused, an error, the tests after a patch."""
+    if observation.refusals:
+        return "refused: " + observation.refusals[0].rule
+    if not observation.ok:
+        return "error: " + (observation.text.splitlines() or [""])[0][:70]
+    if tests is not None:
+        return "patched; " + tests.headline()
+    return (observation.text.splitlines() or ["ok"])[0][:70]

@@ -1,0 +1,324 @@
+"""The search for a small model's first edit: sampled edits on the original tree, pointed at the
+suspect lines, their warmer retries and their second choices, before any conversation.
+
+A small model's greedy edit is often the right function but the wrong line, and llama.cpp's
+prompt cache makes each further sample cost its answer alone. So the run opens with up to
+`edit_samples` first edits, each tried on the original tree: the greedy one, then one pointed
+at each top suspect line (a `replace` of that line, pinned, which the model only completes),
+then warmer retries of those lines. After each pinned sample that did not fix, its second
+choices (the edit again with one token swapped for the model's runner-up there) are tried by
+the tests alone. The first that the tests say fixes is verified and kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from sandbox.testrun import TestRun
+from tools.replace import loosened
+from worker.llm.types import CallSettings, ModelReply, Pins, ToolCall, ToolSpec, Usage
+from worker.loop.agent import REPEAT_TEMPERATURE
+from worker.loop.endings import SamplesSpent
+from worker.loop.opening import Messages, Moves
+from worker.loop.turns import LoopResult, StepInfo, Turn
+from worker.search import prompts
+from worker.search.second import worth_trying
+from worker.search.suspects import MAX_TEXT, Suspect, render
+
+# A top suspect's second pointed sample: the same prompt, hotter. Pointed at the bug's line of
+# 15 dev tasks, 2 answers each (bench/lines.py): 28 of 30 differed from the greedy answer at
+# 1.0, 21 at 0.7, and 13 when shown the greedy answer as tried (it copied it); a fix came in
+# 4, 4 and 1 of the tasks (docs/evaluation.md, arm T).
+RETRY_TEMPERATURE = 1.0
+SAMPLE_ANSWERS = 2  # answers asked for, at most, per first edit sampled
+# The top suspects a second pointed sample goes to (warmer) before lower ones get their first:
+# on the 24 planted tasks of subset-2 and holdout-2 the bug's line ranked in the top 3 in 18,
+# and 4th to 7th in 1 (bench/locate.py).
+RETRIED = 3
+# Then their warmer retries (RETRY_TEMPERATURE), in this order (indices of the ranked suspects):
+# the likelier a line, the more answers. Pointed at the bug's own line of 15 dev tasks, any of
+# 8 answers (4 variants x 2) wrote the fix in 9 where any one variant's 2 did in 4, and 1.0's
+# answers differed from each other in 28 of 30 (bench/lines.py); the bug's line ranked first in
+# 22 of 46 planted tasks, second in 11, third in 2 (bench/locate.py).
+HOT_RETRIES = (0, 1, 0, 2, 0, 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FirstEdits:
+    """The opening (worker/loop/opening.Opening) of a run that searches for its first edit."""
+
+    # The tools the first reply may call (json_schema mode enforces it): the edit tools when the
+    # first message already shows the code the failing tests reach. None: any tool.
+    first_tools: tuple[str, ...] | None = None
+    # With first_tools: first edits tried, each on the original tree (see the module's text).
+    edit_samples: int = 1
+    # The lines the failing tests run, most suspicious first (worker/search/suspects.py): each
+    # sample after the first is pointed at one of them; without samples, the first message
+    # names them.
+    suspects: Sequence[Suspect] = ()
+    # After samples none of which fixed: go on as a conversation, or end the run.
+    converse: bool = True
+    # After a pinned sample that did not fix, up to this many of its second choices are tried
+    # by the tests alone: no model call, so no tokens, and not one of `edit_samples`.
+    second_choices: int = 0
+
+    @property
+    def samples(self) -> bool:
+        return bool(self.first_tools) and self.edit_samples > 1
+
+    def describe(self, specs: Sequence[ToolSpec]) -> list[ToolSpec]:
+        """Samples only: no reply can call another tool, so no other one is described (a
+        shorter prompt, re-sent with every sample)."""
+        if self.samples and not self.converse:
+            return [spec for spec in specs if spec.name in (self.first_tools or ())]
+        return list(specs)
+
+    def hint(self, baseline: TestRun) -> str:
+        """With samples to point, the list stays out of the first message: there it drew the
+        bundled model's greedy edit to the first suspect, wrong more often than not (arm M0)."""
+        if self.edit_samples > 1:
+            return ""
+        failed = baseline.failing()
+        return render(self.suspects, failed=int(failed) if failed < float("inf") else 0)
+
+    def play(self, moves: Moves, messages: Messages) -> Turn:
+        if not self.samples:  # the first reply must be an edit, where first_tools say so
+            return Turn(then=CallSettings(only=self.first_tools))
+        done = _Search(opening=self, moves=moves, messages=messages, head=len(messages)).run()
+        if done is not None:
+            return Turn(done=done)
+        if not self.converse:
+            raise SamplesSpent(
+                f"no sampled first edit fixed the failing tests ({moves.steps} answers); "
+                "the run does not go on as a conversation (converse is off)"
+            )
+        return Turn()
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """One sampled first edit: the tests failing after it, its turn, its calls."""
+
+    failing: float
+    turn: Messages
+    calls: Sequence[ToolCall]
+    undone: bool
+    second: bool = False  # a second choice: no model answer, so not one of `edit_samples`
+
+
+@dataclass(kw_only=True)
+class _Search:
+    """One opening's samples: what was tried, what each left failing, which lines it changed."""
+
+    opening: FirstEdits
+    moves: Moves
+    messages: Messages
+    head: int  # the messages before the first sample: every sample is asked after them
+    tried: set[str] = field(default_factory=set)
+    samples: list[_Sample] = field(default_factory=list)
+    pointed: list[tuple[int, bool]] = field(default_factory=list)  # (suspect, warm) each
+    changed: set[str] = field(default_factory=set)  # lines earlier samples changed
+
+    def run(self) -> LoopResult | None:
+        """Samples until one fixes, or `edit_samples` edits were tried (an answer the tools
+        refused or a duplicate does not count, within SAMPLE_ANSWERS answers per edit). When
+        none fixes: the sample that left the fewest tests failing, if fewer than before, is
+        made again and its turn kept (progress on a bug in two places); else the tree is as it
+        was and the history holds the first sample's turn, marked undone."""
+        wanted = self.opening.edit_samples
+        for n in range(1, wanted * SAMPLE_ANSWERS + 1):
+            if sum(s.undone and not s.second for s in self.samples) >= wanted:
+                break
+            self.moves.check_budgets()
+            done = self._sample(n)
+            if done is not None:
+                return done
+            del self.messages[self.head :]
+        self._settle()
+        return None
+
+    def _sample(self, n: int) -> LoopResult | None:
+        """Sample `n`: asked (pointed, pinned, warmer as its turn says), tried, then its second
+        choices; its progress is one line, the second choices counted on it."""
+        suspects = self.opening.suspects
+        focus, warm = _next_focus(suspects, self.pointed, self.changed) if n > 1 else (None, False)
+        only, pins, temperature = self.opening.first_tools, None, None
+        if warm or (n > 1 and focus is None):
+            temperature = RETRY_TEMPERATURE if warm else REPEAT_TEMPERATURE
+        if focus is not None:  # a different prompt: at temperature 0, a different answer
+            self.pointed.append((focus, warm))
+            only, pins = self._pin(suspects[focus])
+            self._point(suspects[focus], n, warm)
+        # A pinned answer comes with what the model nearly wrote (second choices).
+        seconds = bool(self.opening.second_choices and pins)
+        lines: list[StepInfo] = []
+        own, done = 0, None
+        try:
+            with self.moves.held(lines):
+                with self.moves.grouped(sample=n):
+                    reply = self.moves.ask(
+                        self.messages, CallSettings(temperature, only, pins, seconds)
+                    )
+                    if focus is not None:  # an `old` found in several places: the one pointed at
+                        calls = tuple(_at_line(c, suspects[focus]) for c in reply.tool_calls)
+                        reply = replace(reply, tool_calls=calls)
+                    asked = len(self.messages)
+                    done = self._try(reply, n)
+                own = len(lines)
+                if done is None:
+                    done = self._second_choices(reply, n, asked)
+        finally:
+            self._say(lines, own, done)
+        return done
+
+    def _point(self, suspect: Suspect, n: int, warm: bool) -> None:
+        around = suspect.around + "\n" if suspect.around else ""
+        hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
+        self.messages.append({"role": "user", "content": hint})
+        self.moves.trace.event("sample_focus", sample=n, line=suspect.where(), warm=warm)
+
+    def _second_choices(self, reply: ModelReply, n: int, asked: int) -> LoopResult | None:
+        """The likeliest not tried yet: a later answer often nearly wrote what an earlier did."""
+        untried = [c for c in reply.second_choices if _calls_key((c.call,)) not in self.tried]
+        for k, choice in enumerate(worth_trying(untried, self.opening.second_choices), start=1):
+            with self.moves.grouped(sample=n, second=k):
+                self.moves.check_budgets()
+                del self.messages[asked:]  # the same prompt, answered with the nearly-written edit
+                self.moves.trace.event(
+                    "second_choice", sample=n, was=choice.was, token=choice.token,
+                    probability=round(choice.probability, 4),
+                )  # fmt: skip
+                nearly = replace(reply, content=None, tool_calls=(choice.call,), usage=Usage())
+                done = self._try(nearly, n, second=True)
+            if done is not None:
+                return done
+        return None
+
+    def _try(self, reply: ModelReply, n: int, second: bool = False) -> LoopResult | None:
+        """One sampled edit on the original tree: run (a call already tried is not), checked,
+        then undone and recorded in `samples` (its turn: messages from `head`) unless it
+        fixed."""
+        self.changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
+        key = _calls_key(reply.tool_calls)
+        if not reply.tool_calls or key in self.tried:
+            return None
+        self.tried.add(key)
+        # A second choice is no step of the model's: it never counts as one without progress.
+        turn = self.moves.run_calls(self.messages, reply, idle=not second)
+        if turn.done is not None:
+            return turn.done
+        failing = _failing(self.moves.last_tests)
+        undone = self.moves.undo_edits(reply.tool_calls)
+        if undone:
+            self.moves.trace.event("sample_undone", step=self.moves.steps, sample=n, second=second)
+        turn_messages = self.messages[self.head :]
+        kept = _Sample(
+            failing if undone else float("inf"), turn_messages, reply.tool_calls, undone, second
+        )
+        self.samples.append(kept)
+        return None
+
+    def _settle(self) -> None:
+        """After samples none of which fixed: the best one made again, or the first shown undone."""
+        best = min(self.samples, key=lambda x: x.failing, default=None)
+        if best is not None and best.failing < _failing(self.moves.baseline):
+            self.moves.redo_edits(best.calls)  # the same edit on the same tree: the same result
+            tests = self.moves.last_tests
+            headline = tests.headline() if tests is not None else ""
+            self.moves.trace.event("sample_kept", step=self.moves.steps, tests=headline)
+            self.messages.extend(best.turn)
+        elif self.samples:
+            self.messages.extend(self.samples[0].turn)
+            if self.samples[0].undone:
+                note = self.messages[-1]["content"] + "\n\n" + prompts.SAMPLE_UNDONE
+                self.messages[-1] = {**self.messages[-1], "content": note}
+
+    def _pin(self, suspect: Suspect) -> tuple[tuple[str, ...] | None, Pins | None]:
+        """The tools and pinned arguments of a sample pointed at `suspect`: a `replace` of that
+        line (old is the line, whole), so the model writes only what it becomes; a line cut
+        short in the list cannot be pinned."""
+        first_tools = self.opening.first_tools
+        if "replace" not in (first_tools or ()) or len(suspect.text) >= MAX_TEXT:
+            return first_tools, None
+        return ("replace",), {
+            "replace": {"path": suspect.path, "old": suspect.text, "line": suspect.line}
+        }
+
+    def _say(self, lines: list[StepInfo], own: int, done: LoopResult | None) -> None:
+        """A sample's progress lines as they were, but its second choices counted on its last
+        line instead of a line each (every one of them is in the trace)."""
+        tried = len(lines) - own
+        if not tried:
+            for info in lines:
+                self.moves.tell(info)
+            return
+        for info in lines[: own - 1]:
+            self.moves.tell(info)
+        last = lines[own - 1] if own else replace(lines[0], outcome="answer tried before")
+        ended = "the last fixed" if done is not None else "none fixed"
+        choices = f"{tried} second choice{'s' if tried != 1 else ''} tried, {ended}"
+        self.moves.tell(
+            replace(
+                last,
+                outcome=f"{last.outcome}; {choices}",
+                tokens=lines[-1].tokens,
+                elapsed_s=lines[-1].elapsed_s,
+            )
+        )
+
+
+def _next_focus(
+    suspects: Sequence[Suspect], pointed: Sequence[tuple[int, bool]], changed: set[str]
+) -> tuple[int | None, bool]:
+    """The suspect the next sample is pointed at, and whether it is asked warmer: the top
+    RETRIED suspects once each at temperature 0 (a line an earlier sample changed is left out),
+    then the warmer retries of HOT_RETRIES in order, then the rest once each at temperature 0.
+    (None, False) when none is left."""
+    top = range(min(RETRIED, len(suspects)))
+
+    def fresh(i: int) -> bool:
+        text = loosened(suspects[i].text)
+        return (i, False) not in pointed and not any(part in text for part in changed)
+
+    cold = next((i for i in top if fresh(i)), None)
+    if cold is not None:
+        return cold, False
+    retries = [i for i in HOT_RETRIES if i < len(top)]
+    done = sum(warm for _, warm in pointed)
+    if done < len(retries):
+        return retries[done], True
+    rest = next((i for i in range(len(top), len(suspects)) if fresh(i)), None)
+    return rest, False
+
+
+def _at_line(call: ToolCall, suspect: Suspect) -> ToolCall:
+    """A `replace` of the pointed file, given the pointed line: used only where its `old`
+    fits several places (tools/replace.py), to pick the one that holds that line."""
+    args = call.arguments
+    if call.name != "replace" or not isinstance(args, dict) or "line" in args:
+        return call
+    if str(args.get("path", "")).removeprefix("./") != suspect.path:
+        return call
+    return replace(call, arguments={**args, "line": suspect.line})
+
+
+def _changed_lines(call: ToolCall) -> set[str]:
+    """The lines (or parts of lines) an edit call takes out, stripped: `old` lines not kept in
+    `new`, a diff's `-` lines; parts shorter than 3 characters are left out."""
+    args = call.arguments if isinstance(call.arguments, dict) else {}
+    old, new, patch = (str(args.get(k) or "") for k in ("old", "new", "patch"))
+    if patch:
+        lines = patch.splitlines()
+        out = {ln[1:].strip() for ln in lines if ln.startswith("-") and not ln.startswith("---")}
+    else:
+        out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
+    return {loosened(part) for part in out if len(part) >= 3}
+
+
+def _failing(tests: TestRun | None) -> float:
+    return float("inf") if tests is None else tests.failing()
+
+
+def _calls_key(calls: Sequence[ToolCall]) -> str:
+    return "\n".join(call.key() for call in calls)
