@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from worker.search.sampling import FirstEdits
     from worker.search.suspects import Suspect
 
-LOCATE_TIMEOUT_S = 120.0  # the traced run of the failing tests' files, at most
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
 LOOP_MODULES = (
@@ -354,37 +353,20 @@ class FixRun:
         return opening, sources
 
     def locate(self, session: SandboxSession, baseline: TestRun) -> list[Suspect]:
-        """One traced run of the failing tests' files; their lines ranked (worker/loop/suspects)."""
-        from sandbox.lines_run import count_lines
-        from worker.search.suspects import rank
+        """The search's suspect lines (worker/search/locate.py), within the run's clock."""
+        from worker.search.locate import locate, locate_timeout
 
-        if baseline.summary is None or not baseline.summary.failures:
+        if baseline.failing() in (0, float("inf")):
             return []
         started = time.monotonic()
-        files = [f.test_id.split("::")[0] for f in baseline.summary.failures]
         timeout = self.clock.cap(
-            min(self.request.test_timeout_s or LOCATE_TIMEOUT_S, LOCATE_TIMEOUT_S),
-            what="the line ranking",
+            locate_timeout(self.request.test_timeout_s), what="the line ranking"
         )
-        counts = count_lines(
-            session.box, test_cmd=baseline.test_cmd, test_files=files, timeout_s=timeout
-        )
-        paths = self.request.config.paths
-        suspects = rank(
-            counts,
-            workspace=session.workspace.path,
-            allowed=lambda rel: paths.check(rel, write=True).allowed,
-        )
-        took = round(time.monotonic() - started, 3)
-        self.report.durations["locate"] = took
-        self.trace.event(
-            "suspects",
-            duration_s=took,
-            failed=counts.failed,
-            passed=counts.passed,
-            why_empty=counts.why_empty,
-            lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": s.ep} for s in suspects],
-        )
+        suspects = locate(
+            session.box, baseline, workspace=session.workspace.path,
+            paths=self.request.config.paths, timeout_s=timeout, trace=self.trace,
+        )  # fmt: skip
+        self.report.durations["locate"] = round(time.monotonic() - started, 3)
         if suspects:
             self.progress.say(f"suspect lines: {suspects[0].where()} first of {len(suspects)}")
         return suspects
