@@ -229,7 +229,9 @@ def test_fifty_thousand_files_are_copied_and_the_tools_stay_bounded(make_repo, t
     # The search reads the first MAX_FILES_SCANNED files, in name order, and no more: the line
     # is in many/f49999.txt, past them.
     assert found.data["files_scanned"] == MAX_FILES_SCANNED < 50_000
-    assert found.data["matches"] == 0
+    assert found.data["matches"] == 0 and found.data["capped"]
+    # ... and says so: "no matches" alone would tell the model the line does not exist.
+    assert f"only the first {MAX_FILES_SCANNED} files in path order were searched" in found.text
     assert all(len(o.text.encode()) <= 6000 for o in (listed, found))
 
 

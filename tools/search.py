@@ -205,6 +205,12 @@ def _render(
             f"(skipped {skipped[0]} binary and {skipped[1]} files over "
             f"{MAX_FILE_BYTES // 1024} KiB)"
         )
+    capped = len(files) >= MAX_FILES_SCANNED
+    if capped:
+        notes.append(
+            f"[only the first {MAX_FILES_SCANNED} files in path order were searched: give a "
+            "path to search the others; results are incomplete]"
+        )
     if not results and not killed:
         notes.append("no matches; try a shorter or case-insensitive pattern, e.g. '(?i)name'")
     return Observation(
@@ -217,6 +223,7 @@ def _render(
             "files_scanned": len(files),
             "shown_matches": shown_matches,
             "timed_out": killed or bool(tail.get("stopped")),
+            "capped": capped,
         },
     )
 
