@@ -1,8 +1,9 @@
 """Facts for the first message: which source files the failing tests point at.
 
-Small models lose steps looking for the code under test. The harness already knows the failing
-tests; the files named in their tracebacks, and the modules the failing test files import, are
-shown up front (through the same read_file tool and policies the model uses).
+A model of any size spends steps (and tokens) looking for the code under test. The harness
+already knows the failing tests; the files named in their tracebacks, and the modules the
+failing test files import, are shown up front (through the same read_file tool and policies the
+model uses).
 """
 
 from __future__ import annotations
