@@ -31,7 +31,7 @@ from policies.paths import PathPolicy  # noqa: E402
 from sandbox.client import connect  # noqa: E402
 from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from sandbox.lines_run import LineCounts, count_lines  # noqa: E402
-from sandbox.session import open_session  # noqa: E402
+from sandbox.session import BoxSpec, open_session  # noqa: E402
 from sandbox.testrun import run_tests  # noqa: E402
 from worker.search.suspects import rank  # noqa: E402
 
@@ -56,9 +56,8 @@ def trace(repo: Path, test_cmd: str, client) -> tuple[LineCounts, float]:
     """The traced run of a task's failing tests' files, as `worker fix --locate` runs it."""
     work = Path(tempfile.mkdtemp(prefix="worker-locate-"))
     try:
-        with open_session(
-            repo, client=client, image=DEFAULT_IMAGE, run_dir=work, limits=LIMITS, keep_logs=False
-        ) as session:
+        spec = BoxSpec(client=client, image=DEFAULT_IMAGE, limits=LIMITS)
+        with open_session(repo, spec=spec, run_dir=work, keep_logs=False) as session:
             baseline = run_tests(session.box, test_cmd=test_cmd, timeout_s=300)
             files = [f.test_id.split("::")[0] for f in baseline.summary.failures]
             started = time.monotonic()

@@ -10,12 +10,13 @@ import docker
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from policies.paths import Protection
 from sandbox.client import connect
 from sandbox.errors import SandboxError
 from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
 from sandbox.prune import sweep_leftovers
-from sandbox.session import Backend, SandboxSession
+from sandbox.session import Backend, BoxSpec, SandboxSession
 from sandbox.setup_cache import SetupResult, SetupSpec, prepare_setup_image
 
 
@@ -31,6 +32,19 @@ class Prepared:
     pending_setup: str | None = None
     setup_cached: bool = False
     setup: SetupResult | None = None
+
+    def spec(
+        self, *, limits: Limits, protect: Callable[[str], Protection | None] | None = None
+    ) -> BoxSpec:
+        """The sandbox to start from here, with these limits and this path protection."""
+        return BoxSpec(
+            client=self.client,
+            image=self.image,
+            limits=limits,
+            backend=self.backend,
+            isolation=self.isolation,
+            protect=protect,
+        )
 
 
 def prepare(

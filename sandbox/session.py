@@ -26,6 +26,23 @@ BACKENDS: tuple[Backend, ...] = ("docker", "local")
 
 
 @dataclass(frozen=True, kw_only=True)
+class BoxSpec:
+    """Which sandbox to start, how hardened, with what limits, and which paths it protects.
+
+    `client` and `image` are the docker backend's (None and "" for the local one); `protect`
+    says how each file the model may not write is kept from code run in the sandbox
+    (policies.paths.PathPolicy.protection); None protects nothing.
+    """
+
+    client: docker.DockerClient | None
+    image: str
+    limits: Limits
+    backend: Backend = "docker"
+    isolation: Isolation = HARDENED
+    protect: Callable[[str], Protection | None] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SandboxSession:
     """A started sandbox and the workspace copy it works on."""
 
@@ -34,38 +51,34 @@ class SandboxSession:
 
 
 def make_box(
-    backend: Backend,
+    spec: BoxSpec,
     *,
-    client: docker.DockerClient | None,
-    image: str,
     workspace: Path,
     control_dir: Path,
-    limits: Limits,
     output_bytes: int = 16_000,
     log_dir: Path | None = None,
     labels: dict[str, str] | None = None,
-    isolation: Isolation = HARDENED,
 ) -> SandboxBase:
-    """The sandbox for `backend` (not started): a container, or host processes (weaker)."""
-    if backend == "local":
+    """The sandbox `spec` describes (not started): a container, or host processes (weaker)."""
+    if spec.backend == "local":
         return LocalSandbox(
             workspace=workspace,
             control_dir=control_dir,
-            limits=limits,
+            limits=spec.limits,
             output_bytes=output_bytes,
             log_dir=log_dir,
         )
-    assert client is not None, "the docker backend needs a client"
+    assert spec.client is not None, "the docker backend needs a client"
     return DockerSandbox(
-        client=client,
-        image=image,
+        client=spec.client,
+        image=spec.image,
         workspace=workspace,
         control_dir=control_dir,
-        limits=limits,
+        limits=spec.limits,
         output_bytes=output_bytes,
         log_dir=log_dir,
         labels=labels,
-        isolation=isolation,
+        isolation=spec.isolation,
     )
 
 
@@ -91,19 +104,14 @@ def workspace_owner(backend: Backend) -> int | None:
 def open_session(
     repo: Path,
     *,
-    client: docker.DockerClient | None,
-    image: str,
+    spec: BoxSpec,
     run_dir: Path,
-    limits: Limits,
     output_bytes: int = 16_000,
     keep_logs: bool = True,
-    backend: Backend = "docker",
-    isolation: Isolation = HARDENED,
-    protect: Callable[[str], Protection | None] | None = None,
     exclude: Path | None = None,
 ) -> Iterator[SandboxSession]:
-    """Snapshot `repo` into a scratch folder and start a sandbox on the copy; remove both at
-    exit (or, if this process is killed, at the next worker start).
+    """Snapshot `repo` into a scratch folder and start the sandbox `spec` describes on the copy;
+    remove both at exit (or, if this process is killed, at the next worker start).
 
     Command logs stay in `run_dir/logs` when `keep_logs`; the copy itself is always removed.
     """
@@ -113,15 +121,11 @@ def open_session(
     starting: _Starting | None = None
     try:
         box = make_box(
-            backend,
-            client=client,
-            image=image,
+            spec,
             workspace=work / "workspace",
             control_dir=work / "control",
-            limits=limits,
             output_bytes=output_bytes,
             log_dir=run_dir / "logs" if keep_logs else None,
-            isolation=isolation,
         )
         starting = _Starting(box)
         # The sandbox starts as soon as the copy's folder (its own filesystem) is mounted,
@@ -129,13 +133,13 @@ def open_session(
         workspace = snapshot(
             repo,
             work,
-            owner_uid=workspace_owner(backend),
+            owner_uid=workspace_owner(spec.backend),
             exclude=exclude or run_dir,
-            cap_mb=limits.workspace_mb if backend == "docker" else None,
+            cap_mb=spec.limits.workspace_mb if spec.backend == "docker" else None,
             on_ready=lambda _folder: starting.begin() if starting else None,
         )
-        if protect is not None and backend == "docker" and not isolation.run_as_root:
-            guard_fixtures(box, workspace, workspace.path, protect)
+        if spec.protect is not None and spec.backend == "docker" and not spec.isolation.run_as_root:
+            guard_fixtures(box, workspace, workspace.path, spec.protect)
         starting.wait()
         yield SandboxSession(box=box, workspace=workspace)
     finally:

@@ -5,25 +5,20 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
-import docker
-
-from policies.isolation import HARDENED, Isolation
-from policies.limits import Limits
-from policies.paths import Protection
 from sandbox.base import SandboxBase
 from sandbox.capped_dir import image_size, mount_capped
 from sandbox.errors import SandboxError
 from sandbox.scratch import make_scratch_dir
-from sandbox.session import Backend, guard_fixtures, make_box, workspace_owner
+from sandbox.session import BoxSpec, guard_fixtures, make_box, workspace_owner
 from sandbox.testrun import TestRun, run_tests
 from sandbox.workspace import Workspace, chown_tree, remove_dir
 
 
 class CleanCheck:
-    """The harness's own check: a fresh sandbox on a clean export of the original snapshot.
+    """The harness's own check: a fresh sandbox (as `spec` describes) on a clean export of the
+    original snapshot.
 
     `start()` exports the snapshot and starts the sandbox in a thread, so that a run can have it
     ready while the model works; the patch goes in only when `verify` is called. Nothing of the
@@ -32,28 +27,12 @@ class CleanCheck:
     the `with` block) removes the container and the scratch folder.
     """
 
-    def __init__(
-        self,
-        *,
-        client: docker.DockerClient | None,
-        image: str,
-        workspace: Workspace,
-        limits: Limits,
-        work_dir: Path,
-        backend: Backend = "docker",
-        isolation: Isolation = HARDENED,
-        protect: Callable[[str], Protection | None] | None = None,
-    ) -> None:
-        self._client = client
-        self._image = image
+    def __init__(self, *, spec: BoxSpec, workspace: Workspace, work_dir: Path) -> None:
+        self._spec = spec
         self._workspace = workspace
-        self._limits = limits
         self._work_dir = work_dir
         self._scratch: Path | None = None
         self._fresh = Path()  # set in _prepare, inside the scratch folder
-        self._backend = backend
-        self._isolation = isolation
-        self._protect = protect
         self._box: SandboxBase | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -84,20 +63,16 @@ class CleanCheck:
             if self._workspace.capped:  # the clean copy is capped as the working one is
                 ws = self._workspace
                 size = image_size(
-                    tree_bytes=ws.tree_bytes, files=ws.files, cap_mb=self._limits.workspace_mb
+                    tree_bytes=ws.tree_bytes, files=ws.files, cap_mb=self._spec.limits.workspace_mb
                 )
                 mount_capped(self._fresh, size_bytes=size, files=ws.files)
             self._workspace.export_snapshot(self._fresh)
             box = make_box(
-                self._backend,
-                client=self._client,
-                image=self._image,
+                self._spec,
                 workspace=self._fresh,
                 control_dir=self._scratch / "control",
-                limits=self._limits,
                 log_dir=self._work_dir / "logs",
                 labels={"worker.phase": "verify"},
-                isolation=self._isolation,
             )
             self._box = box  # before start: close() removes a half-started container too
             box.start()
@@ -121,11 +96,12 @@ class CleanCheck:
             raise SandboxError("the clean check was cancelled")
         assert self._box is not None
         apply_patch_to(self._fresh, patch)
-        owner = workspace_owner(self._backend)
+        spec = self._spec
+        owner = workspace_owner(spec.backend)
         if owner is not None and os.geteuid() == 0:
             chown_tree(self._fresh, owner)
-            if self._protect is not None and not self._isolation.run_as_root:
-                guard_fixtures(self._box, self._workspace, self._fresh, self._protect)
+            if spec.protect is not None and not spec.isolation.run_as_root:
+                guard_fixtures(self._box, self._workspace, self._fresh, spec.protect)
         try:
             return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
         finally:
@@ -168,29 +144,16 @@ class CleanCheck:
 
 def verify_patch(
     *,
-    client: docker.DockerClient | None,
-    image: str,
+    spec: BoxSpec,
     workspace: Workspace,
     patch: str,
     test_cmd: str,
-    limits: Limits,
     work_dir: Path,
     timeout_s: float | None = None,
-    backend: Backend = "docker",
-    isolation: Isolation = HARDENED,
-    protect: Callable[[str], Protection | None] | None = None,
 ) -> TestRun:
-    """Apply `patch` to a clean export of the snapshot and run the whole test command there."""
-    check = CleanCheck(
-        client=client,
-        image=image,
-        workspace=workspace,
-        limits=limits,
-        work_dir=work_dir,
-        backend=backend,
-        isolation=isolation,
-        protect=protect,
-    )
+    """Apply `patch` to a clean export of the snapshot and run the whole test command there, in
+    a fresh sandbox as `spec` describes."""
+    check = CleanCheck(spec=spec, workspace=workspace, work_dir=work_dir)
     with check:
         return check.verify(patch, test_cmd=test_cmd, timeout_s=timeout_s)
 

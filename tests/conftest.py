@@ -12,10 +12,11 @@ import docker
 import pytest
 
 from policies.limits import Limits
+from policies.paths import Protection
 from sandbox.client import connect
 from sandbox.docker_sandbox import LABEL
 from sandbox.image import DEFAULT_IMAGE, ensure_image
-from sandbox.session import SandboxSession, open_session
+from sandbox.session import BoxSpec, SandboxSession, open_session
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -84,16 +85,19 @@ def open_sandbox(
     """Open sandboxes on repositories; every one is closed and checked gone at teardown."""
     stack = []
 
-    def opener(repo: Path, **kwargs: object) -> SandboxSession:
-        limits = kwargs.pop("limits", None) or Limits(memory_mb=512, command_timeout_s=60)
-        cm = open_session(
-            repo,
+    def opener(
+        repo: Path,
+        *,
+        limits: Limits | None = None,
+        protect: Callable[[str], Protection | None] | None = None,
+    ) -> SandboxSession:
+        spec = BoxSpec(
             client=docker_client,
             image=sandbox_image,
-            run_dir=tmp_path / f"run{len(stack)}",
-            limits=limits,
-            **kwargs,
+            limits=limits or Limits(memory_mb=512, command_timeout_s=60),
+            protect=protect,
         )
+        cm = open_session(repo, spec=spec, run_dir=tmp_path / f"run{len(stack)}")
         session = cm.__enter__()
         stack.append((cm, session))
         return session

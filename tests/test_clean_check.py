@@ -8,6 +8,7 @@ import pytest
 
 from policies.limits import Limits
 from sandbox.errors import SandboxError
+from sandbox.session import BoxSpec
 from sandbox.verify import CleanCheck
 from tests.conftest import worker_containers
 
@@ -30,11 +31,10 @@ FIX = """\
 
 
 def check_for(session, docker_client, sandbox_image, tmp_path, name: str) -> CleanCheck:
+    limits = Limits(memory_mb=512, command_timeout_s=60)
     return CleanCheck(
-        client=docker_client,
-        image=sandbox_image,
+        spec=BoxSpec(client=docker_client, image=sandbox_image, limits=limits),
         workspace=session.workspace,
-        limits=Limits(memory_mb=512, command_timeout_s=60),
         work_dir=tmp_path / name,
     )
 

@@ -27,7 +27,7 @@ from sandbox.docker_sandbox import LABEL
 from sandbox.errors import SandboxGone
 from sandbox.owner import Owner
 from sandbox.scratch import OWNER_FILE, make_scratch_dir, sweep_scratch
-from sandbox.session import open_session
+from sandbox.session import BoxSpec, open_session
 from tests.test_fix_cli import BUGGY, GOOD_PATCH, fix_command, fix_env, tree_state
 from worker.llm.scripted_server import ScriptedServer, tool_call
 
@@ -96,10 +96,8 @@ def test_container_removed_mid_command_is_one_clear_error(
     with pytest.raises(SandboxGone, match=GONE_WORDS):
         with open_session(
             repo,
-            client=docker_client,
-            image=sandbox_image,
+            spec=BoxSpec(client=docker_client, image=sandbox_image, limits=Limits(memory_mb=256)),
             run_dir=tmp_path / "run",
-            limits=Limits(memory_mb=256),
         ) as session:
             cid = session.box._container.id
             threading.Timer(1.0, remove_from_outside, args=(cid,)).start()

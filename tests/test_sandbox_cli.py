@@ -199,11 +199,10 @@ def test_setup_is_cached_and_its_result_is_in_the_next_sandbox(
         changed = now
     # The agent's sandbox, started from the cached image: the set-up result is there, the
     # network is not.
-    from sandbox.session import open_session
+    from sandbox.session import BoxSpec, open_session
 
-    with open_session(
-        repo, client=docker_client, image=image, run_dir=tmp_path / "run", limits=limits
-    ) as session:
+    spec = BoxSpec(client=docker_client, image=image, limits=limits)
+    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
         r = session.box.run("cat /opt/venv/lib/marker/ok; ls /sys/class/net")
         assert r.output.split() == ["installed", "lo"]
     # This process's: other workers on the daemon may be setting up meanwhile.

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from sandbox.session import open_session
+from sandbox.session import BoxSpec, open_session
 from sandbox.testrun import run_tests
 from sandbox.verdict import judge
 
@@ -155,8 +155,9 @@ def test_the_capped_copy_is_unmounted_and_gone_when_the_session_ends(
     make_repo, docker_client, sandbox_image, tmp_path
 ):
     repo = make_repo({"a.txt": "x"})
-    with open_session(repo, client=docker_client, image=sandbox_image, run_dir=tmp_path / "run",
-                      limits=Limits(memory_mb=512, workspace_mb=32)) as session:  # fmt: skip
+    limits = Limits(memory_mb=512, workspace_mb=32)
+    spec = BoxSpec(client=docker_client, image=sandbox_image, limits=limits)
+    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
         copy = session.workspace.path
         assert str(copy) in Path("/proc/self/mounts").read_text()
         assert session.box.run("cat a.txt").output == "x"

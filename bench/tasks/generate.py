@@ -41,7 +41,7 @@ from mutate import Mutant, mutants  # type: ignore[import-not-found]  # noqa: E4
 from policies.limits import Limits  # noqa: E402
 from sandbox.client import connect  # noqa: E402
 from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
-from sandbox.session import open_session, workspace_owner  # noqa: E402
+from sandbox.session import BoxSpec, open_session, workspace_owner  # noqa: E402
 from sandbox.setup_cache import SetupSpec, prepare_setup_image  # noqa: E402
 from sandbox.setup_infer import infer_setup  # noqa: E402
 from sandbox.testrun import run_tests  # noqa: E402
@@ -176,9 +176,8 @@ def screen(
     run_dir = Path(tempfile.mkdtemp(prefix="worker-tasks-"))
     used_functions: set[tuple[str, str]] = set()
     try:
-        with open_session(
-            tree, client=client, image=image, run_dir=run_dir, limits=LIMITS, keep_logs=False,
-        ) as session:  # fmt: skip
+        spec = BoxSpec(client=client, image=image, limits=LIMITS)
+        with open_session(tree, spec=spec, run_dir=run_dir, keep_logs=False) as session:
             base = session.box.run(
                 f"{project['test_cmd']} -q -p no:cacheprovider", timeout_s=300,
                 env={"PYTHONDONTWRITEBYTECODE": "1"},
@@ -231,10 +230,9 @@ def build_task(
         )
     )  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="worker-tasks-"))
+    spec = BoxSpec(client=client, image=image, limits=LIMITS)
     try:
-        with open_session(
-            repo, client=client, image=image, run_dir=work / "before", limits=LIMITS
-        ) as session:
+        with open_session(repo, spec=spec, run_dir=work / "before") as session:
             before = run_tests(session.box, test_cmd=project["test_cmd"], timeout_s=300)
         if before.summary is None:
             tail = before.result.output.strip().splitlines()[-3:]
@@ -244,8 +242,8 @@ def build_task(
         passing = sorted(t for t, o in before.summary.outcomes.items() if o == "passed")
         workspace = snapshot(repo, work / "clean", owner_uid=workspace_owner("docker"))
         after = verify_patch(
-            client=client, image=image, workspace=workspace, patch=reference,
-            test_cmd=project["test_cmd"], limits=LIMITS, work_dir=work / "verify",
+            spec=spec, workspace=workspace, patch=reference, test_cmd=project["test_cmd"],
+            work_dir=work / "verify",
         )  # fmt: skip
     finally:
         remove_dir(work)

@@ -185,14 +185,9 @@ class CiRun:
         prepared = self._prepared
         with open_session(
             req.repo,
-            client=prepared.client,
-            image=prepared.image,
+            spec=prepared.spec(limits=config.limits, protect=config.paths.protection),
             run_dir=req.out / "triage" / label,
-            limits=config.limits,
             output_bytes=config.truncation.max_bytes,
-            backend=prepared.backend,
-            isolation=prepared.isolation,
-            protect=config.paths.protection,
             exclude=req.out,
         ) as session:
             run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)

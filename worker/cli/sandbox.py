@@ -94,14 +94,9 @@ def run_tests(args: argparse.Namespace) -> int:
     try:
         with open_session(
             repo,
-            client=prepared.client,
-            image=prepared.image,
+            spec=prepared.spec(limits=config.limits, protect=config.paths.protection),
             run_dir=run_dir,
-            limits=config.limits,
             output_bytes=config.truncation.max_bytes,
-            backend=prepared.backend,
-            isolation=prepared.isolation,
-            protect=config.paths.protection,
             exclude=run_dir,
         ) as session:
             run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)

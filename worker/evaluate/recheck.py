@@ -91,16 +91,12 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         test_cmd = config.test_cmd or detect_test_command(workspace.path)
         try:
             run = verify_patch(
-                client=prepared.client,
-                image=prepared.image,
+                # Tests locked, fixtures watched, as in the run itself (sandbox/fixture_guard).
+                spec=prepared.spec(limits=config.limits, protect=PathPolicy().protection),
                 workspace=workspace,
                 patch=patch,
                 test_cmd=test_cmd,
-                limits=config.limits,
                 work_dir=work_dir,
-                isolation=prepared.isolation,
-                # Tests locked, fixtures watched, as in the run itself (sandbox/fixture_guard).
-                protect=PathPolicy().protection,
             )
         except SandboxError as exc:
             return Recheck(resolved=False, reasons=(str(exc).splitlines()[0],))

@@ -167,14 +167,9 @@ class SandboxEnvironment:
 
     def _clean_check(self) -> CleanCheck:
         return CleanCheck(
-            client=self._prepared.client,
-            image=self._prepared.image,
+            spec=self._prepared.spec(limits=self._limits, protect=self._context.paths.protection),
             workspace=self._session.workspace,
-            limits=self._limits,
             work_dir=self._run_dir / f"verify-{next(self._verifications)}",
-            backend=self._prepared.backend,
-            isolation=self._prepared.isolation,
-            protect=self._context.paths.protection,
         )
 
 

@@ -218,14 +218,9 @@ class FixRun:
         req, config = self.request, self.request.config
         return open_session(
             req.repo,
-            client=prepared.client,
-            image=prepared.image,
+            spec=prepared.spec(limits=config.limits, protect=config.paths.protection),
             run_dir=req.out / "run",
-            limits=config.limits,
             output_bytes=config.truncation.max_bytes,
-            backend=prepared.backend,
-            isolation=prepared.isolation,
-            protect=config.paths.protection,
             exclude=req.out,  # --out may lie inside the repository: never copy our outputs
         )
 
