@@ -6,6 +6,7 @@ import json
 import math
 import socket
 import time
+from dataclasses import replace
 from itertools import count
 from typing import Any
 
@@ -25,7 +26,7 @@ from worker.llm.client import (
     to_text_history,
 )
 from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
-from worker.llm.types import CallSettings
+from worker.llm.types import CallSettings, Retries
 
 READ = ToolSpec(
     name="read_file",
@@ -44,11 +45,19 @@ MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-def model(server: ScriptedServer, mode: ToolMode = "native", **kwargs: Any) -> OpenAIModel:
-    options: dict[str, Any] = {"backoff": 0.01, "max_backoff": 0.05, "deadline_s": 5.0}
-    options.update(kwargs)
+FAST = Retries(backoff=0.01, max_backoff=0.05, deadline_s=5.0)  # retries in hundredths of a second
+
+
+def model(
+    server: ScriptedServer, mode: ToolMode = "native", *, retries: Retries = FAST, **kwargs: Any
+) -> OpenAIModel:
     return OpenAIModel(
-        model="m", base_url=server.base_url, api_key="sk-test", tool_mode=mode, **options
+        model="m",
+        base_url=server.base_url,
+        api_key="sk-test",
+        tool_mode=mode,
+        retries=retries,
+        **kwargs,
     )
 
 
@@ -312,8 +321,9 @@ def test_429_is_retried() -> None:
 
 def test_retries_are_bounded() -> None:
     with ScriptedServer(script=[http_error(500, "boom")] * 3) as server:
-        with model(server, max_retries=2) as client, pytest.raises(ModelUnavailable, match="boom"):
-            client.complete(MESSAGES, TOOLS)
+        with model(server, retries=replace(FAST, max_retries=2)) as client:
+            with pytest.raises(ModelUnavailable, match="boom"):
+                client.complete(MESSAGES, TOOLS)
     server.assert_all_used()
 
 
@@ -377,7 +387,8 @@ def test_the_callers_time_limit_cuts_a_call_that_never_answers() -> None:
 
 def test_retries_never_go_past_the_callers_time_limit() -> None:
     with ScriptedServer(script=[{"delay": 60}] * 10) as server:
-        with model(server, timeout_s=0.3, backoff=0.2, max_backoff=0.2) as client:
+        retries = replace(FAST, backoff=0.2, max_backoff=0.2)
+        with model(server, timeout_s=0.3, retries=retries) as client:
             started = time.monotonic()
             with pytest.raises(CallOutOfTime, match=r"attempt\(s\)"):
                 client.complete(MESSAGES, TOOLS, timeout_s=1.5)
@@ -388,7 +399,7 @@ def test_retries_never_go_past_the_callers_time_limit() -> None:
 def test_an_answer_that_trickles_in_is_cut_at_the_timeout() -> None:
     # A space every 0.1 s keeps each read short: only a bound on the whole answer stops it.
     with ScriptedServer(script=[{"trickle": 30, "content": "late"}]) as server:
-        with model(server, timeout_s=1.0, max_retries=0) as client:
+        with model(server, timeout_s=1.0, retries=replace(FAST, max_retries=0)) as client:
             started = time.monotonic()
             with pytest.raises(ModelUnavailable, match="timed out"):
                 client.complete(MESSAGES, TOOLS)
@@ -425,7 +436,9 @@ def test_dead_endpoint_gives_model_unavailable_in_bounded_time() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     client = OpenAIModel(
-        model="m", base_url=f"http://127.0.0.1:{port}/v1", backoff=0.1, deadline_s=1.0
+        model="m",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        retries=Retries(backoff=0.1, deadline_s=1.0),
     )
     started = time.monotonic()
     with client, pytest.raises(ModelUnavailable, match="unreachable") as caught:

@@ -19,6 +19,7 @@ from worker.llm.types import (
     CallSettings,
     ContextTooLong,
     ModelAuthError,
+    Retries,
     ToolSpec,
 )
 
@@ -36,8 +37,8 @@ MESSAGES: list[dict[str, Any]] = [
 def connected(server: ScriptedServer, **options: Any) -> ModelProcess:
     client = ModelProcess()
     client.connect(
-        model="m", base_url=server.base_url, api_key="sk-test", backoff=0.01, deadline_s=5.0,
-        **options,
+        model="m", base_url=server.base_url, api_key="sk-test",
+        retries=Retries(backoff=0.01, deadline_s=5.0), **options,
     )  # fmt: skip
     return client
 

@@ -22,6 +22,7 @@ from openai.types.chat import ChatCompletion
 from policies.budgets import ANSWER_TOKENS
 from worker.errors import ModelUnavailable
 from worker.llm.types import (
+    DEFAULT_RETRIES,
     PLAIN,
     CallOutOfTime,
     CallSettings,
@@ -30,6 +31,7 @@ from worker.llm.types import (
     ModelBadRequest,
     ModelRefused,
     ModelReply,
+    Retries,
     SecondChoice,
     TokenChoices,
     ToolCall,
@@ -58,6 +60,7 @@ __all__ = [
     "ModelRefused",
     "ModelReply",
     "OpenAIModel",
+    "Retries",
     "ToolCall",
     "ToolMode",
     "ToolSpec",
@@ -110,9 +113,9 @@ class OpenAIModel:
     """A chat model behind any OpenAI-compatible endpoint, reached with the `openai` SDK.
 
     Retries timeouts, connection errors, 408/409/429 and 5xx with exponential backoff and
-    jitter; no retry starts more than `deadline_s` after the call began. Other errors fail at
-    once with the provider's message. In "auto" tool mode it starts native and switches to
-    text or json_schema mode when the endpoint's answers show the need (see `complete`).
+    jitter, as `retries` says (worker/llm/types.Retries). Other errors fail at once with the
+    provider's message. In "auto" tool mode it starts native and switches to text or
+    json_schema mode when the endpoint's answers show the need (see `complete`).
     Every request caps the answer at `max_completion_tokens`; each attempt may take at most
     `timeout_s`, counting the whole answer and not only each read, since a server that trickles
     bytes would defeat a per-read timeout.
@@ -128,11 +131,7 @@ class OpenAIModel:
         tool_mode: ToolMode = "auto",
         timeout_s: float = 120.0,
         connect_timeout_s: float = 5.0,
-        max_retries: int = 4,
-        backoff: float = 1.0,
-        max_backoff: float = 8.0,
-        deadline_s: float = 20.0,
-        seed: int | None = None,
+        retries: Retries = DEFAULT_RETRIES,
         max_completion_tokens: int = ANSWER_TOKENS,
     ) -> None:
         if tool_mode not in ("native", "json_schema", "text", "auto"):
@@ -140,10 +139,7 @@ class OpenAIModel:
         self.model = model
         self.temperature = temperature
         self.tool_mode: ToolMode = tool_mode
-        self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.deadline_s = deadline_s
+        self.retries = retries
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self.max_completion_tokens = max_completion_tokens
@@ -152,7 +148,7 @@ class OpenAIModel:
         self._mode: WireMode = "native" if tool_mode == "auto" else tool_mode
         self._hints = {"text": 0, "json_schema": 0}
         self._ids = count(1)
-        self._random = random.Random(seed)
+        self._random = random.Random(retries.seed)
         timeout = openai.Timeout(timeout_s, connect=min(timeout_s, connect_timeout_s))
         self._client = openai.OpenAI(
             base_url=base_url,
@@ -361,7 +357,7 @@ class OpenAIModel:
                 cause = f" ({exc.__cause__})" if exc.__cause__ else ""
                 failure = f"model endpoint {self.base_url} unreachable: {exc.message}{cause}"
                 last = exc
-            delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+            delay = self.retries.delay(attempt)
             delay *= self._random.uniform(0.5, 1.0)  # jitter: callers retrying together spread
             if retry_after is not None:
                 delay = max(delay, retry_after)
@@ -371,7 +367,7 @@ class OpenAIModel:
                 raise CallOutOfTime(
                     f"{failure}; out of time after {attempt} attempt(s) in {elapsed:.1f}s"
                 ) from last
-            if attempt > self.max_retries or elapsed + delay > self.deadline_s:
+            if attempt > self.retries.max_retries or elapsed + delay > self.retries.deadline_s:
                 raise ModelUnavailable(
                     f"{failure}; gave up after {attempt} attempt(s) in {elapsed:.1f}s"
                 ) from last

@@ -33,6 +33,7 @@ from worker.llm.types import (
     ModelBadRequest,
     ModelRefused,
     ModelReply,
+    Retries,
     ToolSpec,
 )
 
@@ -92,10 +93,13 @@ class ModelProcess:
         return self._mode
 
     def connect(self, **options: Any) -> None:
-        """Build the child's `OpenAIModel(**options)`. The answer is read with the next call's,
-        so connecting early costs nothing while the SDK still loads."""
+        """Build the child's `OpenAIModel(**options)` (a `retries` policy goes as a plain dict).
+        The answer is read with the next call's, so connecting early costs nothing while the SDK
+        still loads."""
         mode = options.get("tool_mode", "auto")
         self._mode = "native" if mode == "auto" else mode
+        if isinstance(options.get("retries"), Retries):
+            options["retries"] = asdict(options["retries"])
         self._send({"op": "connect", "options": options})
 
     def complete(

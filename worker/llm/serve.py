@@ -16,7 +16,7 @@ import traceback
 from typing import Any, TextIO
 
 from worker.errors import ModelUnavailable
-from worker.llm.types import CallSettings, ToolSpec
+from worker.llm.types import CallSettings, Retries, ToolSpec
 
 
 def main() -> None:
@@ -33,7 +33,10 @@ def main() -> None:
             if request["op"] == "connect":
                 if model is not None:
                     model.close()
-                model = OpenAIModel(**request["options"])
+                options = request["options"]
+                if "retries" in options:
+                    options["retries"] = Retries(**options["retries"])
+                model = OpenAIModel(**options)
                 answer = {"ok": True}
             elif model is None:
                 raise RuntimeError("complete before connect")

@@ -60,6 +60,31 @@ class CallSettings:
 PLAIN = CallSettings()  # a call with nothing of its own: the client's temperature, any tool
 
 
+@dataclass(frozen=True, kw_only=True)
+class Retries:
+    """How the client retries a call that failed for a reason that may pass (a timeout, a lost
+    connection, HTTP 408/409/429 or 5xx): at most `max_retries` more attempts, the wait
+    doubling from `backoff` seconds up to `max_backoff`, with a jitter seeded by `seed`; no
+    retry starts more than `deadline_s` after the call began."""
+
+    max_retries: int = 4
+    backoff: float = 1.0
+    max_backoff: float = 8.0
+    deadline_s: float = 20.0
+    seed: int | None = None
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt number `attempt` (from 1), before the jitter.
+
+        >>> [Retries().delay(n) for n in (1, 2, 3, 4, 5)]
+        [1.0, 2.0, 4.0, 8.0, 8.0]
+        """
+        return min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+
+
+DEFAULT_RETRIES = Retries()  # the client's unless told otherwise: 4 retries, 20 s at most
+
+
 class ModelRefused(ModelUnavailable):
     """The endpoint answered with an error that retrying cannot fix."""
 
