@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 NO_MODULE = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
 CANNOT_IMPORT = re.compile(r"cannot import name '\w+' from '([A-Za-z_][\w.]*)'")
+_DYNAMIC = re.compile(r"(\b__import__|\bimport_module)\s*\(")
+_RAISED_AT = re.compile(r"^(\S+?):\d+: \w*(Error|Exception)$")
+_FRAME_AT = re.compile(r"^(\S+?):\d+: in \S+$")
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".tox", ".venv", "venv", "build"})
 _SEARCH_DEPTH = 4
 
@@ -54,18 +57,50 @@ class MissingModule:
 
 def missing_modules(run: TestRun, tree: Path) -> list[MissingModule]:
     """Modules the failing tests (or the whole command, without a report) could not import and
-    that the repository does not define at its root; one entry per top-level package."""
+    that the repository does not define at its root; one entry per top-level package. A name
+    the repository's own code imports by a computed name (`__import__(name)`,
+    `importlib.import_module(name)`) is left out: which name it computes is the code's business
+    (a planted `PY3` flipped in six asks for Python 2's `cStringIO`)."""
     found: dict[str, MissingModule] = {}
     for where, text in _failure_texts(run):
+        computed = _computed_by_the_code(text, tree)
         for how, pattern in (("no module", NO_MODULE), ("cannot import from", CANNOT_IMPORT)):
             for name in pattern.findall(text):
                 top = name.split(".")[0]
-                if top in found or _at_root(tree, top):
+                if top in found or name in computed or _at_root(tree, top):
                     continue
                 found[top] = MissingModule(
                     module=name, where=where, ours=_elsewhere(tree, top), how=how
                 )
     return list(found.values())
+
+
+def _computed_by_the_code(text: str, tree: Path) -> set[str]:
+    """Module names a traceback shows failing in a dynamic import (`__import__(...)`,
+    `import_module(...)`) on a line of a file of the repository."""
+    lines = text.splitlines()
+    names: set[str] = set()
+    for i, line in enumerate(lines):
+        match = NO_MODULE.search(line)
+        if not match or not line.startswith("E ") or i == 0:
+            continue
+        if not _DYNAMIC.search(lines[i - 1].lstrip("> ")):
+            continue
+        # Where the raising line is: `path:N: ModuleNotFoundError` after it (--tb=long), or
+        # `path:N: in function` before its code line (--tb=short).
+        after = (_RAISED_AT.match(ln) for ln in lines[i + 1 : i + 4])
+        before = (_FRAME_AT.match(ln) for ln in reversed(lines[max(0, i - 3) : i - 1]))
+        at = next((m for m in (*after, *before) if m), None)
+        if at is not None and _in_tree(tree, at.group(1)):
+            names.add(match.group(1))
+    return names
+
+
+def _in_tree(tree: Path, rel: str) -> bool:
+    path = Path(rel)
+    if path.is_absolute() or ".." in path.parts:
+        return False
+    return (tree / path).is_file()
 
 
 def _failure_texts(run: TestRun) -> Iterator[tuple[str, str]]:

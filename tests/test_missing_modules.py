@@ -70,3 +70,38 @@ def test_a_conftest_that_cannot_import_leaves_no_report_but_its_output(tmp_path:
     )
     (found,) = missing_modules(baseline(output=output), tree(tmp_path, "conftest.py"))
     assert (found.module, found.where) == ("requests", "the test command")
+
+
+SIX_LONG = """\
+    def _import_module(name):
+        \"\"\"Import module, returning the module after the last dot.\"\"\"
+>       __import__(name)
+E       ModuleNotFoundError: No module named 'cStringIO'
+
+six.py:87: ModuleNotFoundError"""
+
+SIX_SHORT = """\
+six.py:165: in _resolve
+    module = _import_module(self.mod)
+six.py:87: in _import_module
+    __import__(name)
+E   ModuleNotFoundError: No module named 'cStringIO'"""
+
+
+def test_a_name_the_repositorys_code_computes_and_imports_is_a_bug(tmp_path: Path) -> None:
+    # A bug (a version test flipped) makes the code import a name that exists nowhere: that is
+    # the model's to fix, not the set-up's, in pytest's long and short tracebacks alike.
+    root = tree(tmp_path, "six.py")
+    for traceback in (SIX_LONG, SIX_SHORT):
+        run = baseline(("test_six.py::test_move_items[cStringIO]", traceback))
+        assert missing_modules(run, root) == []
+
+
+def test_a_dynamic_import_outside_the_repository_is_still_the_environments(
+    tmp_path: Path,
+) -> None:
+    # A framework importing a configured plugin that is not installed: no edit mends that.
+    framework = SIX_LONG.replace("six.py:87:", "/usr/lib/python3/dist-packages/fw/apps.py:87:")
+    run = baseline(("tests/test_a.py", framework.replace("cStringIO", "fancy_plugin")))
+    (found,) = missing_modules(run, tree(tmp_path, "app.py"))
+    assert found.module == "fancy_plugin"
