@@ -31,7 +31,7 @@ from tools.numbered import numbered
 from tools.replace import loosened
 from tools.same_code import same_code
 from tools.spec import ToolSpec
-from worker.llm.types import PLAIN, CallSettings, ModelReply, ToolCall, Usage
+from worker.llm.types import PLAIN, CallSettings, Messages, ModelReply, ToolCall, Usage
 from worker.loop.agent import Agent
 from worker.loop.trace import Trace
 from worker.loop.turns import LoopResult
@@ -99,18 +99,13 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
 
     def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: Sequence[ToolSpec],
-        settings: CallSettings = PLAIN,
-        *,
-        timeout_s: float | None = None,
+        self, messages: Messages, tools: Sequence[ToolSpec], settings: CallSettings = PLAIN
     ) -> ModelReply:
         self.requests.append(
             {
                 "messages": [dict(m) for m in messages],
                 "temperature": settings.temperature,
-                "timeout_s": timeout_s,
+                "timeout_s": settings.timeout_s,
                 "only": settings.only,
                 "pins": settings.pins,
                 "second_choices": settings.second_choices,

@@ -380,7 +380,7 @@ def test_the_callers_time_limit_cuts_a_call_that_never_answers() -> None:
         with model(server, timeout_s=120) as client:
             started = time.monotonic()
             with pytest.raises(CallOutOfTime, match="timed out") as caught:
-                client.complete(MESSAGES, TOOLS, timeout_s=1.0)
+                client.complete(MESSAGES, TOOLS, CallSettings(timeout_s=1.0))
     assert time.monotonic() - started < 3
     assert isinstance(caught.value, TimeoutError)
 
@@ -391,7 +391,7 @@ def test_retries_never_go_past_the_callers_time_limit() -> None:
         with model(server, timeout_s=0.3, retries=retries) as client:
             started = time.monotonic()
             with pytest.raises(CallOutOfTime, match=r"attempt\(s\)"):
-                client.complete(MESSAGES, TOOLS, timeout_s=1.5)
+                client.complete(MESSAGES, TOOLS, CallSettings(timeout_s=1.5))
     assert 1.0 < time.monotonic() - started < 2.5
     assert 2 <= len(server.requests) <= 4
 

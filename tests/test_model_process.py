@@ -47,7 +47,7 @@ def test_a_tool_call_comes_back_as_the_client_made_it():
     usage = {"prompt_tokens": 120, "completion_tokens": 9}
     script = [tool_call("read_file", {"path": "a.py"}, usage=usage), text("done")]
     with ScriptedServer(script=script) as server, connected(server) as client:
-        reply = client.complete(MESSAGES, [READ], CallSettings(temperature=0.7), timeout_s=30)
+        reply = client.complete(MESSAGES, [READ], CallSettings(temperature=0.7, timeout_s=30))
         second = client.complete(MESSAGES, [READ])
         server.assert_all_used()
     (call,) = reply.tool_calls
@@ -105,7 +105,7 @@ def test_the_callers_time_limit_holds_across_the_pipe():
     with ScriptedServer(script=[{"delay": 60}]) as server, connected(server) as client:
         started = time.monotonic()
         with pytest.raises(CallOutOfTime):
-            client.complete(MESSAGES, [READ], timeout_s=1.0)
+            client.complete(MESSAGES, [READ], CallSettings(timeout_s=1.0))
     assert time.monotonic() - started < 5
 
 

@@ -1,7 +1,8 @@
 """The search for a small model's first edit, aid by aid, through `worker fix` as a user runs it:
 the real command line, the real openai client against the scripted HTTP server in json_schema
-mode, the real sandbox, a real git repository. Each aid is also tested in-process (with the
-loop's double, tests/test_agent_loop.py); here it meets the real tools, test runs and wire.
+mode, the real sandbox, a real git repository. Each aid is also tested in-process
+(tests/test_search_sampling.py, with the doubles of tests/loop_doubles.py); here it meets the
+real tools, test runs and wire.
 
 The scripted answers are ones a json_schema endpoint could send: each is checked against the
 schema its request carried (the held tools, the pinned arguments) and answered HTTP 400 when it

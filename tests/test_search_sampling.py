@@ -472,3 +472,24 @@ def test_the_doubles_tests_run_the_code(tmp_path):
     assert MemoryEnvironment(repo(spelled_otherwise)).run_tests().failing() == 0
     broken = MemoryEnvironment(repo("def mean(v):\n    return (\n")).run_tests()
     assert broken.summary is not None and broken.summary.errors == 1  # calc.py does not import
+
+
+def test_a_pinned_sample_cut_off_is_asked_again_warmer_and_still_pinned(tmp_path):
+    env = MemoryEnvironment(repo())
+    runaway = ToolCall(id="x", name="replace", arguments=None, raw_arguments='{"new": "((((',
+                       error="unterminated string")  # fmt: skip
+    cut = replace(pinned(AT_2, ""), tool_calls=(runaway,), finish_reason="length")
+    model = ScriptedModel([OF_LINE_1, cut, pinned(AT_2, FIXED_LINE.strip())])
+    agent = make_agent(model, env, tmp_path)
+    agent.opening = FirstEdits(first_tools=EDITS, edit_samples=2, suspects=SUSPECTS)
+    assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    pointed, again = model.requests[1:]
+    # The retry is the pointed sample's own call, warmer: the same tools and pins, not the
+    # whole schema (where a pinned sample could come back as any tool or a final answer).
+    assert (
+        (again["only"], again["pins"])
+        == (pointed["only"], pointed["pins"])
+        == (("replace",), {"replace": AT_2})
+    )
+    assert (pointed["temperature"], again["temperature"]) == (None, 0.7)
+    assert "was cut off" in again["messages"][-1]["content"]

@@ -27,6 +27,7 @@ from worker.llm.types import (
     CallOutOfTime,
     CallSettings,
     ContextTooLong,
+    Messages,
     ModelAuthError,
     ModelBadRequest,
     ModelRefused,
@@ -184,12 +185,7 @@ class OpenAIModel:
         return len(json.dumps(self._request(messages, tools, self._mode)).encode())
 
     def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[ToolSpec],
-        settings: CallSettings = PLAIN,
-        *,
-        timeout_s: float | None = None,
+        self, messages: Messages, tools: Sequence[ToolSpec], settings: CallSettings = PLAIN
     ) -> ModelReply:
         """One model call. Raises ModelUnavailable (or a ModelRefused child) on failure.
 
@@ -197,17 +193,18 @@ class OpenAIModel:
         over the configured one; in json_schema mode, the tools the reply may call (the prompt
         still describes every tool, so a server's prompt cache still holds), arguments pinned
         the same way, and the second choices (the calls the runner-up tokens spell, from the
-        answer's token log-probabilities; see wire_text.second_choices). `timeout_s` bounds the
-        whole call, retries included: when it runs out the call raises CallOutOfTime. A request
-        too long for the model's window raises ContextTooLong (never retried, never a reason to
-        switch mode).
+        answer's token log-probabilities; see wire_text.second_choices); and the whole call's
+        time, retries included: when `settings.timeout_s` runs out the call raises
+        CallOutOfTime. A request too long for the model's window raises ContextTooLong (never
+        retried, never a reason to switch mode).
 
         In auto mode: a 400 to native tools or to a response_format switches to text mode and
         asks again; native replies that carry tool calls only in their text switch to text mode
         after the second one (each such call is parsed and used meanwhile); native replies with
         no tool call at all switch to json_schema mode after the second one.
         """
-        stop_at = None if timeout_s is None else time.monotonic() + timeout_s
+        limit = settings.timeout_s
+        stop_at = None if limit is None else time.monotonic() + limit
         mode = self._mode
         try:
             reply = self._call(messages, tools, mode, settings, stop_at)

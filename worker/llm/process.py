@@ -29,6 +29,7 @@ from worker.llm.types import (
     CallOutOfTime,
     CallSettings,
     ContextTooLong,
+    Messages,
     ModelAuthError,
     ModelBadRequest,
     ModelRefused,
@@ -103,12 +104,7 @@ class ModelProcess:
         self._send({"op": "connect", "options": options})
 
     def complete(
-        self,
-        messages: Sequence[dict[str, Any]],
-        tools: Sequence[ToolSpec],
-        settings: CallSettings = PLAIN,
-        *,
-        timeout_s: float | None = None,
+        self, messages: Messages, tools: Sequence[ToolSpec], settings: CallSettings = PLAIN
     ) -> ModelReply:
         """One model call in the child; its errors are raised here as the client raised them."""
         self._send(
@@ -117,10 +113,10 @@ class ModelProcess:
                 "messages": list(messages),
                 "tools": [asdict(tool) for tool in tools],
                 "settings": settings.to_dict(),
-                "timeout_s": timeout_s,
             }
         )
-        wait = None if timeout_s is None else timeout_s + ANSWER_GRACE_S
+        limit = settings.timeout_s
+        wait = None if limit is None else limit + ANSWER_GRACE_S
         answer: dict[str, Any] = {}
         while self._pending:
             answer = self._answer(wait)

@@ -45,7 +45,6 @@ def main() -> None:
                     request["messages"],
                     [ToolSpec(**tool) for tool in request["tools"]],
                     CallSettings.from_dict(request["settings"]),
-                    timeout_s=request["timeout_s"],
                 )
                 answer = {"ok": True, "reply": reply.to_dict()}
         except (ModelUnavailable, ValueError) as exc:

@@ -14,6 +14,7 @@ from worker.errors import ModelUnavailable
 # Arguments fixed for one reply, by tool name: {"replace": {"old": "x = 1"}}. In json_schema
 # mode the reply's schema holds them as constants, so the model writes only the others.
 Pins = Mapping[str, Mapping[str, Any]]
+Messages = Sequence[dict[str, Any]]  # a conversation, in OpenAI's chat message format
 # A token of an answer and the likeliest tokens at its place with their log-probabilities.
 TokenChoices = tuple[str, Sequence[tuple[str, float]]]
 
@@ -30,12 +31,14 @@ class CallSettings:
     alone. `temperature`: None is the client's configured one. `only`: the tools the reply may
     call (None: any). `pins`: arguments those tools' calls must carry. `second_choices`: bring
     back the edits the runner-up tokens spell. `only`, `pins` and `second_choices` bind in
-    json_schema mode only; native and text modes cannot enforce them and ignore them."""
+    json_schema mode only; native and text modes cannot enforce them and ignore them.
+    `timeout_s`: the whole call's time, retries included (None: no limit but the client's)."""
 
     temperature: float | None = None
     only: tuple[str, ...] | None = None
     pins: Pins | None = None
     second_choices: bool = False
+    timeout_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (a request to the model process, a trace event)."""
@@ -44,6 +47,7 @@ class CallSettings:
             "only": list(self.only) if self.only is not None else None,
             "pins": plain_pins(self.pins),
             "second_choices": self.second_choices,
+            "timeout_s": self.timeout_s,
         }
 
     @classmethod
@@ -54,6 +58,7 @@ class CallSettings:
             only=tuple(only) if only is not None else None,
             pins=data.get("pins") or None,
             second_choices=bool(data.get("second_choices", False)),
+            timeout_s=data.get("timeout_s"),
         )
 
 

@@ -125,7 +125,8 @@ class Agent:
         """One model answer the loop can use; an answer cut off by length is not one.
 
         A cut-off answer (a runaway string, a half-written tool call) is not run: the model is
-        told, and asked again, warmer, within the same budgets.
+        told, and asked again, warmer, with the same allowed tools and pins, within the same
+        budgets.
         """
         reply = self._ask_once(messages, settings)
         while reply.finish_reason == "length" and not _complete_calls(reply):
@@ -136,7 +137,7 @@ class Agent:
             tokens = reply.usage.completion_tokens or "the maximum number of"
             messages.append({"role": "user", "content": prompts.CUT_OFF.format(tokens=tokens)})
             self.check_budgets()
-            reply = self._ask_once(messages, CallSettings(temperature=REPEAT_TEMPERATURE))
+            reply = self._ask_once(messages, replace(settings, temperature=REPEAT_TEMPERATURE))
         return reply
 
     def run_calls(self, messages: Messages, reply: ModelReply, *, idle: bool = True) -> Turn:
@@ -201,9 +202,8 @@ class Agent:
         sent = compact(messages, max_chars=self.max_context_chars)
         while True:
             try:
-                reply = self.model.complete(
-                    sent, self._specs, settings, timeout_s=self._time_left()
-                )
+                timed = replace(settings, timeout_s=self._time_left())
+                reply = self.model.complete(sent, self._specs, timed)
                 break
             except CallOutOfTime as exc:
                 self.model_seconds += time.monotonic() - started

@@ -4,23 +4,18 @@ neither the HTTP client nor Docker (the wiring in worker/run/ plugs the real one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from sandbox.testrun import TestRun
 from tools.base import Observation
-from worker.llm.types import PLAIN, CallSettings, ModelReply, ToolCall, ToolSpec
+from worker.llm.types import PLAIN, CallSettings, Messages, ModelReply, ToolCall, ToolSpec
 
 
 class Model(Protocol):
     """Anything that answers a conversation with text or tool calls."""
 
     def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: Sequence[ToolSpec],
-        settings: CallSettings = PLAIN,
-        *,
-        timeout_s: float | None = None,
+        self, messages: Messages, tools: Sequence[ToolSpec], settings: CallSettings = PLAIN
     ) -> ModelReply: ...
 
 
