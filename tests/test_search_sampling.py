@@ -445,6 +445,25 @@ def test_an_answer_tried_before_says_so_on_its_second_choices_line(tmp_path):
     assert lines[1].outcome == "answer tried before; 1 second choice tried, none fixed"
 
 
+def test_a_sample_that_ends_the_run_is_said_as_it_was(tmp_path):
+    # The clean check fails under the sample's fix (the sandbox went away): the run ends inside
+    # the sample, and its held line is said as it was, with no second choices made up.
+    model = ScriptedModel([OF_LINE_1, pinned(AT_2, FIXED_LINE.strip())])
+    env = MemoryEnvironment(repo())
+    agent = make_agent(model, env, tmp_path)
+    agent.opening = with_seconds(5)
+
+    def gone(patch: str) -> Any:
+        raise RuntimeError("the sandbox went away")
+
+    env.verify = gone  # type: ignore[method-assign]
+    lines = progress(agent)
+    with pytest.raises(RuntimeError, match="went away"):
+        start(agent, env)
+    assert [i.step for i in lines] == [1, 2]
+    assert lines[1].outcome == "patched; 2 passed, 0 failed, 0 errors, 0 skipped in 0.1s"
+
+
 # -- the double itself: a scripted reply no json_schema endpoint sends fails the test ---------
 
 

@@ -153,7 +153,8 @@ class _Search:
         # A pinned answer comes with what the model nearly wrote (second choices).
         seconds = bool(self.opening.second_choices and pins)
         lines: list[StepInfo] = []
-        own, done = 0, None
+        own: int | None = None  # the sample's own lines, once its second choices begin
+        done = None
         try:
             with self.moves.held(lines):
                 with self.moves.grouped(sample=n):
@@ -245,11 +246,12 @@ class _Search:
             "replace": {"path": suspect.path, "old": suspect.text, "line": suspect.line}
         }
 
-    def _say(self, lines: list[StepInfo], own: int, done: LoopResult | None) -> None:
+    def _say(self, lines: list[StepInfo], own: int | None, done: LoopResult | None) -> None:
         """A sample's progress lines as they were, but its second choices counted on its last
-        line instead of a line each (every one of them is in the trace)."""
-        tried = len(lines) - own
-        if not tried:
+        line instead of a line each (every one of them is in the trace). `own` is None when the
+        sample itself ended the run (a budget, a stop): its lines are said as they were."""
+        tried = 0 if own is None else len(lines) - own
+        if own is None or not tried:
             for info in lines:
                 self.moves.tell(info)
             return
