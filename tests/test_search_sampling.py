@@ -445,6 +445,19 @@ def test_an_answer_tried_before_says_so_on_its_second_choices_line(tmp_path):
     assert lines[1].outcome == "answer tried before; 1 second choice tried, none fixed"
 
 
+def test_an_answer_tried_before_with_several_second_choices_is_one_line(tmp_path):
+    # Found trying tinycss2: step 6 printed its second choices' lines but the last, then the
+    # summary.
+    wrong = [f"v = list(v)\n    return sum(v) / (len(v) + {n})" for n in (1, 2, 3)]
+    script = [KEEPS_LINE_2, nearly(pinned(AT_2, "v = list(v)\n" + LINE), *wrong),
+              pinned(AT_1, "def mean(v):\n    return sum(v) / len(v)")]  # fmt: skip
+    _, env, agent = played((script, with_seconds(3)), tmp_path)
+    lines = progress(agent)
+    assert start(agent, env).fixed
+    assert [i.step for i in lines] == [1, 2, 3]
+    assert lines[1].outcome == "answer tried before; 3 second choices tried, none fixed"
+
+
 def test_a_sample_that_ends_the_run_is_said_as_it_was(tmp_path):
     # The clean check fails under the sample's fix (the sandbox went away): the run ends inside
     # the sample, and its held line is said as it was, with no second choices made up.

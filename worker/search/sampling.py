@@ -255,7 +255,7 @@ class _Search:
             for info in lines:
                 self.moves.tell(info)
             return
-        for info in lines[: own - 1]:
+        for info in lines[: max(own - 1, 0)]:  # own 0: the answer was tried before
             self.moves.tell(info)
         last = lines[own - 1] if own else replace(lines[0], outcome="answer tried before")
         ended = "the last fixed" if done is not None else "none fixed"
