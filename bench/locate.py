@@ -1,4 +1,4 @@
-"""Where the planted bug's line ranks among the suspects (worker/loop/suspects.py), per task.
+"""Where the planted bug's line ranks among the suspects (worker/search/suspects.py), per task.
 
     python3 bench/locate.py bench/tasks/cache/tasks.jsonl [--only ID ...] [--counts DIR]
 

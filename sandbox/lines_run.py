@@ -1,7 +1,7 @@
 """Which lines the failing tests run, and how many passing tests run them too: one traced run
 of the failing tests' files in the sandbox (the plugin in sandbox/line_trace.py).
 
-The counts are what spectrum-based fault localisation ranks (worker/loop/suspects.py): a line
+The counts are what spectrum-based fault localisation ranks (worker/search/suspects.py): a line
 every failing test runs and few passing tests do is where a bug most likely is. The run is a
 hint, never a verdict: what comes back is written by the repository's own process, so it is
 read with size caps, and a run that fails, times out or writes nonsense gives no counts.

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.docker
 JSON_MODE = ("--tool-mode", "json_schema", "--first-edit", "--no-verify-ahead")
 BUG_LINE = "return sum(values) / (len(values) - 1)"  # BUGGY's calc.py:2, its only suspect
 # Two lines the failing test runs and no passing one: equal scores, so calc.py:2 ranks first
-# (worker/loop/suspects.py); the bug is on line 3.
+# (worker/search/suspects.py); the bug is on line 3.
 TWO_LINES = {
     **BUGGY,
     "calc.py": "def mean(values):\n    total = sum(values)\n    return total / (len(values) - 1)\n",

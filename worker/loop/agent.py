@@ -32,7 +32,7 @@ from worker.loop.interfaces import Environment, Model
 from worker.loop.opening import Messages, Opening, Plain
 from worker.loop.stuck import StuckDetector
 from worker.loop.trace import Trace, replay_fields
-from worker.loop.turns import LoopResult, StepInfo, Turn, outcome
+from worker.loop.turns import LoopResult, StepInfo, Turn, failing, outcome
 from worker.loop.verify import clean_check, fixes
 
 # After a repeat or a cut-off answer, one warmer call: at temperature 0 a model that repeated
@@ -274,9 +274,9 @@ class Agent:
             self.env.verify_ahead(self.env.diff())
         self.last_tests = after = self.env.run_tests()
         text = observation.text + "\n\nTests after this patch:\n" + after.render()
-        worse = after.failing() > _failing(before)
+        worse = after.failing() > failing(before)
         if self.undo_worse_edits and worse and self.env.undo_last_edit():
-            text += "\n\n" + prompts.undone(after=after.failing(), before=_failing(before))
+            text += "\n\n" + prompts.undone(after=after.failing(), before=failing(before))
             self._undone.add(call.key())
             self.trace.event("undone", step=self.usage.steps, files=observation.changed_files)
             self.last_tests = before
@@ -300,7 +300,7 @@ class Agent:
             if done is not None:
                 return done
             messages.append({"role": "user", "content": self._verify_failed()})
-        if idle and self._stuck.step_done(failing=_failing(tests), diff_size=len(patch)):
+        if idle and self._stuck.step_done(failing=failing(tests), diff_size=len(patch)):
             raise Stuck(f"no progress in the last {self._stuck.idle_steps} steps")
         return None
 
@@ -337,10 +337,6 @@ class Agent:
         assert self.last_verification is not None and self.last_verdict is not None
         verdict, tests = self.last_verdict.describe(), self.last_verification.render()
         return prompts.VERIFY_FAILED.format(verdict=verdict, tests=tests)
-
-
-def _failing(tests: TestRun | None) -> float:
-    return float("inf") if tests is None else tests.failing()
 
 
 def _complete_calls(reply: ModelReply) -> bool:

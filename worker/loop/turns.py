@@ -53,3 +53,8 @@ def outcome(observation: Observation, tests: TestRun | None) -> str:
     if tests is not None:
         return "patched; " + tests.headline()
     return (observation.text.splitlines() or ["ok"])[0][:70]
+
+
+def failing(tests: TestRun | None) -> float:
+    """Failing tests of a run (TestRun.failing); no run yet counts as worst, as no report does."""
+    return float("inf") if tests is None else tests.failing()

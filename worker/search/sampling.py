@@ -21,7 +21,7 @@ from worker.llm.types import CallSettings, ModelReply, Pins, ToolCall, ToolSpec,
 from worker.loop.agent import REPEAT_TEMPERATURE
 from worker.loop.endings import SamplesSpent
 from worker.loop.opening import Messages, Moves
-from worker.loop.turns import LoopResult, StepInfo, Turn
+from worker.loop.turns import LoopResult, StepInfo, Turn, failing
 from worker.search import prompts
 from worker.search.second import worth_trying
 from worker.search.suspects import MAX_TEXT, Suspect, render
@@ -209,13 +209,13 @@ class _Search:
         turn = self.moves.run_calls(self.messages, reply, idle=not second)
         if turn.done is not None:
             return turn.done
-        failing = _failing(self.moves.last_tests)
+        left = failing(self.moves.last_tests)
         undone = self.moves.undo_edits(reply.tool_calls)
         if undone:
             self.moves.trace.event("sample_undone", step=self.moves.steps, sample=n, second=second)
         turn_messages = self.messages[self.head :]
         kept = _Sample(
-            failing if undone else float("inf"), turn_messages, reply.tool_calls, undone, second
+            left if undone else float("inf"), turn_messages, reply.tool_calls, undone, second
         )
         self.samples.append(kept)
         return None
@@ -223,7 +223,7 @@ class _Search:
     def _settle(self) -> None:
         """After samples none of which fixed: the best one made again, or the first shown undone."""
         best = min(self.samples, key=lambda x: x.failing, default=None)
-        if best is not None and best.failing < _failing(self.moves.baseline):
+        if best is not None and best.failing < failing(self.moves.baseline):
             self.moves.redo_edits(best.calls)  # the same edit on the same tree: the same result
             tests = self.moves.last_tests
             headline = tests.headline() if tests is not None else ""
@@ -316,10 +316,6 @@ def _changed_lines(call: ToolCall) -> set[str]:
     else:
         out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
     return {loosened(part) for part in out if len(part) >= 3}
-
-
-def _failing(tests: TestRun | None) -> float:
-    return float("inf") if tests is None else tests.failing()
 
 
 def _calls_key(calls: Sequence[ToolCall]) -> str:
