@@ -34,6 +34,36 @@ DEBIAN_PACKAGES = (
     "git",
     "ca-certificates",
     "tinyproxy-bin",  # the set-up's filtering proxy (sandbox/setup_network.py); needs libc only
+    # What a CI runner's image has for Python projects: a C toolchain with the headers and the
+    # -dev libraries common extensions link against, and programs test suites shell out to.
+    # The Dockerfile installs any of these a base lacks (a registry image, an older base).
+    "python3-dev",
+    "gcc",
+    "g++",
+    "make",
+    "pkg-config",
+    "libffi-dev",
+    "libssl-dev",
+    "zlib1g-dev",
+    "libyaml-dev",
+    "libxml2-dev",
+    "libxslt1-dev",
+    "libjpeg-dev",
+    "libsqlite3-dev",
+    "libbz2-dev",
+    "liblzma-dev",
+    "less",
+    "patch",
+    "diffutils",
+    "file",
+    "procps",
+    "gettext",
+    "locales",
+    "tzdata",
+    "unzip",
+    "zip",
+    "xz-utils",
+    "bzip2",
 )
 LABEL_RECIPE = "worker.recipe"
 
