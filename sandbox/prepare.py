@@ -44,7 +44,13 @@ class Prepared:
             backend=self.backend,
             isolation=self.isolation,
             protect=protect,
+            overlay=self.tree_overlay,
         )
+
+    @property
+    def tree_overlay(self) -> Path | None:
+        """The files the cached set-up wrote into the tree, for each new copy of it."""
+        return self.setup.tree if self.setup is not None else None
 
 
 def prepare(

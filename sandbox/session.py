@@ -40,6 +40,8 @@ class BoxSpec:
     backend: Backend = "docker"
     isolation: Isolation = HARDENED
     protect: Callable[[str], Protection | None] | None = None
+    #: Files set-up wrote into the tree (sandbox/setup_tree.py), laid over each new copy.
+    overlay: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,6 +139,7 @@ def open_session(
             exclude=exclude or run_dir,
             cap_mb=spec.limits.workspace_mb if spec.backend == "docker" else None,
             on_ready=lambda _folder: starting.begin() if starting else None,
+            overlay=spec.overlay,
         )
         if spec.protect is not None and spec.backend == "docker" and not spec.isolation.run_as_root:
             guard_fixtures(box, workspace, workspace.path, spec.protect)

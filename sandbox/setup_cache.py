@@ -30,8 +30,10 @@ from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.docker_sandbox import DockerSandbox
 from sandbox.errors import SandboxError, SandboxUsageError
+from sandbox.home import worker_home
 from sandbox.image import DEFAULT_IMAGE
 from sandbox.results import CommandResult
+from sandbox.setup_log import failure_cause, keep_log
 from sandbox.setup_network import (
     INDEX_VARIABLES,
     NETWORK_MODES,
@@ -43,6 +45,8 @@ from sandbox.setup_network import (
     network_error_in,
     plan_network,
 )
+from sandbox.setup_tree import added_files, ensure_on_host, manifest, store
+from sandbox.vcs_version import VcsVersion, asks_git_for_version, checkout_version
 from sandbox.workspace import make_run_dir, remove_dir, snapshot
 
 SETUP_REPOSITORY = "worker-setup"
@@ -71,6 +75,12 @@ DEPENDENCY_GLOBS = (
     "tox.ini",
 )
 TAIL_LINES = 15
+#: What changes the set-up images' contents beyond the key's inputs: bump to set up anew.
+RECIPE = "2"  # 2: files set-up writes into the tree kept; versions from git; a fresh pip env
+#: pip in the image's venv sees the base's packages (Debian's pytest 7.2) as installed and keeps
+#: them; a fresh environment, which is what a project's CI has, gets what its requirements ask
+#: for at the newest, as pip resolves it with nothing installed.
+FRESH_ENV = {"PIP_IGNORE_INSTALLED": "1"}
 _NAME = re.compile(ENV_NAME)
 _URL_SECRET = re.compile(r"://[^/@\s]+@")
 
@@ -103,6 +113,10 @@ class SetupResult:
     duration_s: float
     network: str
     allowed_hosts: tuple[str, ...]
+    #: A host folder of the files set-up wrote into the tree, laid over each new copy.
+    tree: Path | None = None
+    version: str | None = None  # handed to a build that reads its version from git
+    log: Path | None = None  # the set-up's whole output, where this machine kept it
 
 
 class SetupFailed(SandboxError):
@@ -117,17 +131,23 @@ class SetupFailed(SandboxError):
         setup_network: str,
         how: str,
         timed_out: bool = False,
+        cause: str = "",
+        log: Path | None = None,
     ) -> None:
         self.command = command
         self.tail = tail
         self.network_error = network_error
         self.setup_network = setup_network
         self.timed_out = timed_out
+        self.log = log
         shown = " ".join(command.split())
         shown = shown if len(shown) <= 100 else shown[:97] + "..."
         last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
-        cause = network_error or last or "no output"
-        super().__init__(f"set-up command {how}, network {setup_network}: `{shown}`: {cause}"[:400])
+        cause = (network_error or cause or last or "no output")[:240]
+        where = f" (whole log: {log})" if log else ""
+        super().__init__(
+            f"set-up command {how}, network {setup_network}: `{shown}`: {cause}{where}"
+        )
 
 
 def setup_key(
@@ -141,7 +161,8 @@ def setup_key(
     """Hash of the base image id, the command, the network (mode, allowed hosts, the names of
     the variables passed: never their values) and the dependency files' contents."""
     plan = plan_network(spec.network, env_names=spec.env_names, environ=_environ(environ))
-    return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan)
+    version = checkout_version(repo) if asks_git_for_version(repo) else None
+    return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
 
 
 def prepare_setup_image(
@@ -165,8 +186,10 @@ def prepare_setup_image(
     started = time.monotonic()
     env_source = _environ(environ)
     plan = plan_network(spec.network, env_names=spec.env_names, environ=env_source)
-    key = _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan)
+    version = checkout_version(repo) if asks_git_for_version(repo) else None
+    key = _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
     tag = f"{SETUP_REPOSITORY}:{key}"
+    kept = worker_home() / "setup" / key
 
     def result(cached: bool) -> SetupResult:
         return SetupResult(
@@ -175,6 +198,9 @@ def prepare_setup_image(
             duration_s=round(time.monotonic() - started, 3),
             network=spec.network,
             allowed_hosts=plan.allowed_hosts,
+            tree=ensure_on_host(client, tag, kept / "tree"),
+            version=version.version if version else None,
+            log=kept / "setup.log" if (kept / "setup.log").is_file() else None,
         )
 
     try:
@@ -189,10 +215,13 @@ def prepare_setup_image(
     where = f"only {', '.join(plan.allowed_hosts)}" if spec.network == "index" else spec.network
     for note in plan.notes:
         progress(note)
-    progress(f"set-up (network: {where}): {spec.command}")
+    progress(f"set-up (network: {where}): {_summary(spec.command)}")
+    if version is not None:
+        progress(f"set-up: the build reads its version from git: given {version.version}")
     run_dir = make_run_dir("worker-setup-")
     try:
         workspace = snapshot(repo, run_dir)
+        before = manifest(workspace.path)
         with ExitStack() as stack:
             fence = None
             target = egress_network if spec.network == "full" else None
@@ -223,19 +252,46 @@ def prepare_setup_image(
             stack.enter_context(box)
             if target is not None and target != "bridge":
                 attach(client, box.container_id, target)
-            env = plan.command_env(fence.url if fence else None)
+            env = {**plan.command_env(fence.url if fence else None), **FRESH_ENV}
+            env |= version.env() if version else {}
             ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
+            secrets = _secrets(spec, env_source)
+            log = keep_log(ran, kept / "setup.log", redact=secrets)
             refused = fence.refused_hosts() if fence else ()
             if not ran.ok:
-                raise _failure(spec, plan, ran, refused, secrets=_secrets(spec, env_source))
+                raise _failure(spec, plan, ran, refused, secrets=secrets, log=log)
             if refused:  # it did without them; the user may want to know all the same
                 progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
+            found = added_files(before, manifest(workspace.path))
+            store(client, box.container_id, workspace.path, found, kept / "tree")
+            if found.files:
+                progress(f"set-up wrote {_files(found.files)} into the tree: kept with the image")
+            if found.left_out:
+                progress(f"set-up: not kept (over the caps): {_files(found.left_out)}")
             _commit(client, box.container_id, base_image=base_image, tag=key, spec=spec)
     finally:
         remove_dir(run_dir)
     done = result(False)
     progress(f"set-up done in {done.duration_s:.1f}s, cached as {tag}")
     return done
+
+
+def _summary(command: str) -> str:
+    """A set-up command in a few words: a long one (a lock file's export) by what it installs.
+
+    >>> _summary("python -m pip install -e '.[test]'")
+    "python -m pip install -e '.[test]'"
+    """
+    if len(command) <= 160:
+        return command
+    tools = [t for t in ("uv export", "poetry export", "pdm export") if t in command]
+    how = f"{tools[0]}, then pip" if tools else "pip"
+    return f"{command[:100]}... ({how}; the whole command is in report.json)"
+
+
+def _files(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:3])
+    return f"{len(names)} files ({shown}{', ...' if len(names) > 3 else ''})"
 
 
 def dependency_files(repo: Path) -> list[str]:
@@ -247,11 +303,18 @@ def dependency_files(repo: Path) -> list[str]:
 
 
 def _key(
-    client: docker.DockerClient, *, base_image: str, spec: SetupSpec, repo: Path, plan: NetworkPlan
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    repo: Path,
+    plan: NetworkPlan,
+    version: VcsVersion | None,
 ) -> str:
     digest = hashlib.sha256()
     digest.update(client.images.get(base_image).id.encode())
-    for part in (spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts):
+    given = version.key if version else ""
+    for part in (RECIPE, spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts, given):
         digest.update(b"\0" + part.encode())
     digest.update(b"\0")
     for name in dependency_files(repo):
@@ -283,8 +346,13 @@ def _failure(
     refused: tuple[str, ...],
     *,
     secrets: list[str],
+    log: Path | None,
 ) -> SetupFailed:
     output = _redact(ran.output, secrets)
+    try:
+        whole = log.read_text(errors="replace") if log else output
+    except OSError:
+        whole = output
     tail = "\n".join(output.rstrip().splitlines()[-TAIL_LINES:])
     network_error = network_error_in(output)
     if refused:
@@ -303,6 +371,8 @@ def _failure(
         setup_network=spec.network,
         how=how,
         timed_out=ran.timed_out,
+        cause=failure_cause(whole),
+        log=log,
     )
 
 

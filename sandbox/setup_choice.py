@@ -21,6 +21,7 @@ import docker.errors
 
 from policies.config import WorkerConfig
 from sandbox.errors import SandboxError
+from sandbox.home import worker_home
 from sandbox.setup_cache import SetupSpec
 from sandbox.setup_infer import SetupPlan, infer_setup, python_satisfies
 
@@ -128,11 +129,6 @@ def check_python(choice: SetupChoice, python: tuple[int, int, int] | None, *, im
         "an image for another Python with `worker sandbox build --base IMAGE --image NAME` "
         "(docs/configuration.md) and pass --image NAME"
     )
-
-
-def worker_home() -> Path:
-    """Where the worker keeps what outlives a run (runs, the model, small caches)."""
-    return Path(os.environ.get("WORKER_HOME") or Path.home() / ".cache" / "worker")
 
 
 def image_python(

@@ -55,11 +55,15 @@ class SetupPlan:
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     requires_python: str | None = None
+    #: What the command does in a few words, where the command itself is too long to say.
+    summary: str | None = None
 
     def describe(self) -> str:
-        """One line for the user."""
+        """One line for the user (the whole command is in report.json)."""
         if self.command is None:
             return "inferred set-up: nothing to install (no package metadata or requirement files)"
+        if self.summary is not None:
+            return f"inferred set-up: {self.summary}"
         return f"inferred set-up: {self.command} (from {'; '.join(self.sources)})"
 
 
@@ -362,9 +366,11 @@ def infer_setup(repo: Path) -> SetupPlan:
     locks = [n for n in ("uv.lock", "poetry.lock", "pdm.lock") if tree.exists(n)]
     if lock is None and locks:
         tree.notes.append(f"{locks[0]}: not used (no readable pyproject.toml beside it)")
+    summary = None
     if lock is not None:
-        if command is not None:
-            tree.notes.append(f"{lock.source}: should the export fail, runs instead: {command}")
+        tool = lock.source.split(".", 1)[0]
+        also = f"; should that fail, {' and '.join(sources)} with pip" if command else ""
+        summary = f"installs the {lock.source} locked groups ({tool} export, then pip{also})"
         fallback = f" || ( rm -rf {TOOL_VENV}; {command} )" if command else ""
         command = f"( {lock.command} ){fallback}" if fallback else lock.command
         sources.insert(0, lock.source)
@@ -373,6 +379,7 @@ def infer_setup(repo: Path) -> SetupPlan:
         sources=tuple(sources),
         notes=tuple(tree.notes),
         requires_python=requires_python if isinstance(requires_python, str) else None,
+        summary=summary,
     )
 
 

@@ -21,6 +21,7 @@ from policies.paths import Protection
 from sandbox.capped_dir import image_size, mount_capped, unmount_under
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.scratch import make_scratch_dir
+from sandbox.setup_tree import lay_over
 from sandbox.user_git import last_error_line, user_git
 
 #: Tooling output, not the project: never copied from a tree without git, never listed or
@@ -167,6 +168,7 @@ def snapshot(
     exclude: Path | None = None,
     cap_mb: int | None = None,
     on_ready: Callable[[Path], None] | None = None,
+    overlay: Path | None = None,
 ) -> Workspace:
     """Copy the working tree of `repo` into `dest/workspace` and record it as the snapshot.
 
@@ -175,7 +177,10 @@ def snapshot(
 
     Nothing under `dest` or `exclude` is copied (a run's own folder may sit inside the tree).
     With `cap_mb`, the copy is a filesystem of its own holding the tree and `cap_mb` more, where
-    this process can mount one (sandbox/capped_dir.py); `Workspace.capped` says whether it is."""
+    this process can mount one (sandbox/capped_dir.py); `Workspace.capped` says whether it is.
+    `overlay` is a folder of files set-up wrote into the tree (sandbox/setup_tree.py): laid over
+    the copy and made part of its snapshot, even where the tree's .gitignore names them, so no
+    diff holds them and a clean copy (`export_snapshot`) has them too."""
     repo = repo.resolve()
     if not repo.is_dir():
         raise SandboxUsageError(f"repository not found: {repo}")
@@ -185,12 +190,14 @@ def snapshot(
         for rel in tree_files(repo)
         if not any((repo / rel).absolute().is_relative_to(p) for p in ours)
     ]
-    tree_bytes = sum(_size(repo / rel) for rel in files)
+    extra = [p for p in overlay.rglob("*") if p.is_file()] if overlay is not None else []
+    tree_bytes = sum(_size(repo / rel) for rel in files) + sum(_size(p) for p in extra)
+    count = len(files) + len(extra)
     ws = dest / "workspace"
     ws.mkdir(parents=True)
     capped = cap_mb is not None and mount_capped(
-        ws, size_bytes=image_size(tree_bytes=tree_bytes, files=len(files), cap_mb=cap_mb),
-        files=len(files),
+        ws, size_bytes=image_size(tree_bytes=tree_bytes, files=count, cap_mb=cap_mb),
+        files=count,
     )  # fmt: skip
     if on_ready is not None:
         on_ready(ws)
@@ -206,12 +213,13 @@ def snapshot(
             continue  # deleted but still tracked, a submodule, a socket: nothing to copy
         copied.append(rel)
     _copy_files(repo, copied, ws)
+    laid = lay_over(overlay, ws) if overlay is not None else []
     workspace = Workspace(
         path=ws,
         git_dir=dest / "shadow.git",
         skipped_links=tuple(skipped),
         tree_bytes=tree_bytes,
-        files=len(files),
+        files=count,
         capped=capped,
     )
     workspace.git("init", "-q")
@@ -221,6 +229,8 @@ def snapshot(
     # object file each: measured 1.7 s instead of 8.0 s for 10,000 files. Only for this add:
     # the threshold also makes `git diff` call bigger files binary.
     workspace.git("-c", "core.bigFileThreshold=1", "add", "-A", ".")
+    if laid:
+        workspace.git("add", "-f", "--", *(f":(literal){rel}" for rel in laid))
     workspace.git("commit", "-q", "--allow-empty", "--no-verify", "-m", "snapshot")
     workspace.git("tag", "snapshot")
     if owner_uid is not None and os.geteuid() == 0:

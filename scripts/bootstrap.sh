@@ -28,6 +28,20 @@ fi
 say "installing the worker package"
 python3 -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v -e "Running pip as the 'root' user" -e "is ignored: it is neither" >&2 || true
 
+# The build back-ends the tests' own package index serves (tests/pkg_index.py): real wheels,
+# fetched once from PyPI here, so that no test reaches beyond its own network.
+if [ -d tests ] && ! python3 - <<'PY' 2>/dev/null
+import pathlib, re, sys
+have = {re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower() for w in pathlib.Path("tests/.wheels").glob("*.whl")}
+want = {re.sub(r"[-_.]+", "-", l.split("==")[0]).lower() for l in open("tests/index-wheels.txt").read().split()}
+sys.exit(0 if want <= have else 1)
+PY
+then
+    say "downloading the build back-ends the tests serve (tests/index-wheels.txt)"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+        -d tests/.wheels -r tests/index-wheels.txt 2>&1 | grep -v "is ignored: it is neither" >&2 || true
+fi
+
 say "building the sandbox image (offline if no registry is reachable)"
 worker sandbox build
 say "ready"

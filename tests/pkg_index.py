@@ -101,13 +101,40 @@ def build_wheel(
     return path
 
 
-def write_simple_index(root: Path, dists: Mapping[str, Mapping[str, Any]]) -> None:
+#: Real wheels from PyPI (build back-ends: setuptools, setuptools-scm, hatchling, hatch-vcs),
+#: fetched by scripts/bootstrap.sh from tests/index-wheels.txt, for tests that build projects
+#: the way their maintainers do; the index serves them beside the hand-built ones.
+REAL_WHEELS = Path(__file__).parent / ".wheels"
+
+
+def real_wheels() -> list[Path]:
+    """The wheels of tests/index-wheels.txt; an error naming the fix when they are missing."""
+    wanted = (Path(__file__).parent / "index-wheels.txt").read_text().split()
+    found = sorted(REAL_WHEELS.glob("*.whl"))
+    names = {normalize(w.name.split("-")[0]) for w in found}
+    missing = [r for r in wanted if normalize(r.split("==")[0]) not in names]
+    if missing:
+        raise RuntimeError(
+            f"real wheels missing from {REAL_WHEELS}: {', '.join(missing)}; "
+            "run scripts/bootstrap.sh (it downloads tests/index-wheels.txt)"
+        )
+    return found
+
+
+def write_simple_index(
+    root: Path, dists: Mapping[str, Mapping[str, Any]], *, wheels: tuple[Path, ...] = ()
+) -> None:
     """Lay out `root` as an index: /simple/ pages and /packages/ wheels.
 
-    `dists` is {name: {"version": "1.0", "files": {path: text}, "requires": ("other",)}}."""
+    `dists` is {name: {"version": "1.0", "files": {path: text}, "requires": ("other",)}};
+    `wheels` are wheel files served as they are."""
     packages = root / "packages"
     packages.mkdir(parents=True, exist_ok=True)
     projects: dict[str, list[Path]] = {}
+    for wheel in wheels:
+        copy = packages / wheel.name
+        copy.write_bytes(wheel.read_bytes())
+        projects.setdefault(normalize(wheel.name.split("-")[0]), []).append(copy)
     for name, spec in dists.items():
         wheel = build_wheel(
             packages,
@@ -173,9 +200,11 @@ def package_index(
     network: str,
     root: Path,
     dists: Mapping[str, Mapping[str, Any]],
+    wheels: tuple[Path, ...] = (),
 ) -> Iterator[PackageIndex]:
-    """Build the wheels of `dists`, lay out the index under `root`, serve it on `network`."""
-    write_simple_index(root, dists)
+    """Build the wheels of `dists`, lay out the index under `root` (with `wheels` as they are),
+    serve it on `network`."""
+    write_simple_index(root, dists, wheels=wheels)
     with serve_folder(
         client, image=image, network=network, root=root, name=f"pkgindex-{uuid.uuid4().hex[:10]}"
     ) as served:
@@ -221,11 +250,21 @@ def make_package_index(
     with contextlib.ExitStack() as stack:
         count = iter(range(100))
 
-        def make(*, network: str, dists: Mapping[str, Mapping[str, Any]]) -> PackageIndex:
+        def make(
+            *,
+            network: str,
+            dists: Mapping[str, Mapping[str, Any]],
+            wheels: tuple[Path, ...] = (),
+        ) -> PackageIndex:
             root = tmp_path / f"index{next(count)}"
             return stack.enter_context(
                 package_index(
-                    docker_client, image=sandbox_image, network=network, root=root, dists=dists
+                    docker_client,
+                    image=sandbox_image,
+                    network=network,
+                    root=root,
+                    dists=dists,
+                    wheels=wheels,
                 )
             )
 

@@ -317,8 +317,11 @@ def test_uv_lock_exports_the_groups_and_extras_that_exist(tmp_path: Path) -> Non
     )
     assert plan.command == f"( {locked} ) || ( rm -rf {tool}; {PIP} -e . z )"
     assert plan.sources[0] == "uv.lock dev, [test]"
-    assert plan.notes == (
-        f"uv.lock dev, [test]: should the export fail, runs instead: {PIP} -e . z",
+    assert plan.notes == ()
+    assert plan.describe() == (
+        "inferred set-up: installs the uv.lock dev, [test] locked groups (uv export, then pip; "
+        "should that fail, pyproject.toml [build-system] and "
+        "pyproject.toml [dependency-groups] dev with pip)"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -91,6 +92,9 @@ def run_tests(args: argparse.Namespace) -> int:
     # The logs are kept only where the user asked; otherwise they go with the scratch folder.
     keep = args.out is not None
     run_dir = args.out.expanduser().resolve() if keep else make_run_dir()
+    if keep and prepared.setup is not None and prepared.setup.log is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(prepared.setup.log, run_dir / "setup.log")
     try:
         with open_session(
             repo,

@@ -87,7 +87,9 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
     )
     copy = Path(tempfile.mkdtemp(prefix="worker-eval-copy-"))
     try:
-        workspace = snapshot(repo, copy, owner_uid=workspace_owner("docker"))
+        workspace = snapshot(
+            repo, copy, owner_uid=workspace_owner("docker"), overlay=prepared.tree_overlay
+        )
         test_cmd = config.test_cmd or detect_test_command(workspace.path)
         try:
             run = verify_patch(

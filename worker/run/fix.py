@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from worker.search.suspects import Suspect
 
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
+SETUP_LOG = "setup.log"  # in the run's folder: the set-up's whole output
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
 LOOP_MODULES = (
     "worker.loop.agent",
@@ -161,13 +163,18 @@ class FixRun:
             )
         except SetupFailed as exc:
             setup["error"] = str(exc)
+            setup["log"] = self._keep_setup_log(exc.log)
             for line in exc.tail.splitlines()[-15:]:
                 self.progress.say(f"  | {line}")
+            if setup["log"]:
+                self.progress.say(f"set-up log: {req.out / SETUP_LOG}")
             raise
         if prepared.setup is not None:
             done = prepared.setup
             setup |= {"image": done.image, "cached": done.cached, "duration_s": done.duration_s}
             setup["allowed_hosts"] = list(done.allowed_hosts)
+            setup["version"] = done.version
+            setup["log"] = self._keep_setup_log(done.log)
             if not done.cached:
                 self.clock.leave_out(done.duration_s)
         weakened = config.isolation.weakened() if req.backend == "docker" else []
@@ -176,6 +183,17 @@ class FixRun:
         )
         self.report.durations["setup"] = round(time.monotonic() - started, 3)
         return prepared
+
+    def _keep_setup_log(self, log: Path | None) -> str | None:
+        """The set-up's whole output copied into the run's folder; its name there, or None."""
+        if log is None:
+            return None
+        try:
+            self.request.out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, self.request.out / SETUP_LOG)
+        except OSError:
+            return None
+        return SETUP_LOG
 
     def open_model(self, stack: contextlib.ExitStack, client: ModelProcess) -> ModelProcess:
         """The model client; for the bundled model, its server too (stopped with the stack)."""

@@ -1,0 +1,11 @@
+"""Where the worker keeps what outlives a run: runs, the model, small caches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def worker_home() -> Path:
+    """`$WORKER_HOME`, else `~/.cache/worker`."""
+    return Path(os.environ.get("WORKER_HOME") or Path.home() / ".cache" / "worker")

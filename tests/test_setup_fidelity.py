@@ -1,0 +1,260 @@
+"""Projects set up as their maintainers set them up, with no flag: a version read from git by
+setuptools-scm or hatch-vcs, a C extension compiled at install, the files a build writes into
+the tree kept for the tests; and a set-up that fails says why in one line and keeps its log.
+
+The build back-ends are the real ones (wheels from PyPI, tests/index-wheels.txt), served by a
+package index of the test's own (tests/pkg_index.py), reached through the set-up's fence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.pkg_index import make_package_index, real_wheels  # noqa: F401 (a fixture)
+from tests.test_fix_cli import report, run_fix, tree_state
+from tests.test_setup_network import built_images  # noqa: F401 (a fixture, used by name)
+from tests.test_show_page import show
+from worker.llm.scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def build_index(docker_client, make_package_index) -> Iterator[dict[str, str]]:  # noqa: F811
+    """An index with the real build back-ends on Docker's default bridge (set-up's way out)."""
+    index = make_package_index(network="bridge", dists={}, wheels=tuple(real_wheels()))
+    ip = index.ip("bridge")
+    yield {"PIP_INDEX_URL": f"http://{ip}:8000/simple/", "PIP_TRUSTED_HOST": ip}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def run_tests_json(
+    repo: Path, env: dict[str, str], *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "sandbox", "run-tests", "--repo", str(repo)]
+        + ["--json", *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **env},
+    )
+    data = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    return proc, data
+
+
+SCM_PYPROJECT = """\
+# {salt}
+[build-system]
+requires = ["setuptools>=64", "setuptools-scm>=8"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "scmdemo"
+dynamic = ["version"]
+
+[tool.setuptools]
+packages = ["scmdemo"]
+
+[tool.setuptools_scm]
+version_file = "scmdemo/_version.py"
+"""
+VERSION_TESTS = """\
+from importlib.metadata import version
+
+from {package}._version import __version__
+
+
+def test_the_installed_version_is_the_checkouts():
+    assert version("{dist}") == "{expected}"
+
+
+def test_the_version_file_the_build_wrote_is_there():
+    assert __version__ == "{expected}"
+"""
+
+
+def tagged(make_repo, files: dict[str, str], *, tag: str, after: int) -> Path:
+    """A repository with `files`, tagged `tag`, then `after` more commits."""
+    repo = make_repo({**files, ".gitignore": "_version.py\n"})
+    git(repo, "tag", tag)
+    for n in range(after):
+        (repo / f"NOTES{n}.txt").write_text(f"change {n}\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"change {n}")
+    return repo
+
+
+def test_a_version_from_git_by_setuptools_scm_and_the_file_it_writes(
+    make_repo,
+    build_index,
+    built_images,  # noqa: F811
+):
+    repo = tagged(
+        make_repo,
+        {
+            "pyproject.toml": SCM_PYPROJECT.format(salt=os.urandom(8).hex()),
+            "scmdemo/__init__.py": "",
+            "tests/test_version.py": VERSION_TESTS.format(
+                package="scmdemo", dist="scmdemo", expected="1.4.1.dev2"
+            ),
+        },
+        tag="v1.4.0",
+        after=2,
+    )
+    before = tree_state(repo)
+    proc, run = run_tests_json(repo, build_index)
+    assert proc.returncode == 0, proc.stderr
+    assert run["counts"] == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}
+    assert "given 1.4.1.dev2" in proc.stderr
+    assert "scmdemo/_version.py" in proc.stderr  # said: set-up wrote it, and it is kept
+    # The user's checkout is as it was: no _version.py, no commit, no tag.
+    assert tree_state(repo) == before
+    built_images.extend(_setup_images(proc.stderr))
+
+
+def test_a_version_from_git_by_hatch_vcs_in_a_src_layout(
+    make_repo,
+    build_index,
+    built_images,  # noqa: F811
+):
+    pyproject = (
+        f"# {os.urandom(8).hex()}\n"
+        '[build-system]\nrequires = ["hatchling", "hatch-vcs"]\nbuild-backend = "hatchling.build"\n'
+        '[project]\nname = "hatchdemo"\ndynamic = ["version"]\n'
+        '[tool.hatch.version]\nsource = "vcs"\n'
+        '[tool.hatch.build.hooks.vcs]\nversion-file = "src/hatchdemo/_version.py"\n'
+    )
+    repo = tagged(
+        make_repo,
+        {
+            "pyproject.toml": pyproject,
+            "src/hatchdemo/__init__.py": "",
+            "tests/test_version.py": VERSION_TESTS.format(
+                package="hatchdemo", dist="hatchdemo", expected="2.0.0"
+            ),
+        },
+        tag="2.0.0",
+        after=0,
+    )
+    proc, run = run_tests_json(repo, build_index)
+    assert proc.returncode == 0, proc.stderr
+    assert run["counts"]["passed"] == 2 and run["failing"] == []
+    built_images.extend(_setup_images(proc.stderr))
+
+
+C_SOURCE = """\
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *twice(PyObject *self, PyObject *args) {
+    long n;
+    if (!PyArg_ParseTuple(args, "l", &n)) return NULL;
+    return PyLong_FromLong(2 * n);
+}
+
+static PyMethodDef methods[] = {{"twice", twice, METH_VARARGS, "2n"}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speed", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__speed(void) { return PyModule_Create(&module); }
+"""
+
+
+def test_a_c_extension_is_compiled_in_set_up_and_imported_by_the_tests(
+    make_repo,
+    build_index,
+    built_images,  # noqa: F811
+):
+    repo = make_repo(
+        {
+            "pyproject.toml": (
+                f'# {os.urandom(8).hex()}\n[build-system]\nrequires = ["setuptools>=64"]\n'
+                'build-backend = "setuptools.build_meta"\n'
+                '[project]\nname = "cdemo"\nversion = "0.1"\n'
+            ),
+            "setup.py": (
+                "from setuptools import Extension, setup\n\n"
+                'setup(packages=["cdemo"], '
+                'ext_modules=[Extension("cdemo._speed", ["cdemo/_speed.c"])])\n'
+            ),
+            "cdemo/__init__.py": "from cdemo._speed import twice\n",
+            "cdemo/_speed.c": C_SOURCE,
+            "tests/test_speed.py": (
+                "import cdemo\n\n\ndef test_twice():\n    assert cdemo.twice(21) == 42\n"
+            ),
+        }
+    )
+    proc, run = run_tests_json(repo, build_index)
+    assert proc.returncode == 0, proc.stderr
+    assert run["counts"]["passed"] == 1, proc.stderr
+    built_images.extend(_setup_images(proc.stderr))
+
+
+def test_a_failed_set_up_names_its_cause_and_keeps_its_whole_log(make_repo, tmp_path, build_index):
+    # setuptools-scm with no git to ask and no checkout to read a version from: a plain folder.
+    repo = make_repo(
+        {
+            "pyproject.toml": SCM_PYPROJECT.format(salt=os.urandom(8).hex()),
+            "scmdemo/__init__.py": "",
+            "tests/test_x.py": "def test_x():\n    pass\n",
+        },
+        commit=False,
+    )
+    subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
+    with ScriptedServer(script=[]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url, env=build_index)
+    assert server.requests == []
+    assert proc.returncode == 6, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    # The cause, not pip's closing lines ("See above for details").
+    assert "LookupError" in last and "unable to detect version" in last, last
+    assert "See above" not in last
+    r = report(tmp_path / "out")
+    assert r["setup"]["log"] == "setup.log"
+    log = (tmp_path / "out" / "setup.log").read_text()
+    assert "LookupError" in log and "Traceback" in log
+    # ...and in the run's page, where the reader looks first.
+    page = show(tmp_path / "out").read_text()
+    assert 'id="setup-log"' in page and "unable to detect version" in page
+
+
+def _setup_images(stderr: str) -> list[str]:
+    return [w.rstrip(".,:)") for w in stderr.split() if w.startswith("worker-setup:")][:1]
+
+
+def test_set_up_installs_what_a_fresh_environment_would_not_what_the_image_has(
+    make_repo,
+    build_index,
+    built_images,  # noqa: F811
+):
+    # The image's Python has Debian's pluggy 1.0 (pytest's); a fresh venv, as the project's CI
+    # makes, gets the newest the index has (1.7.0) for the same range.
+    repo = make_repo(
+        {
+            "pyproject.toml": (
+                f'# {os.urandom(8).hex()}\n[build-system]\nrequires = ["setuptools>=64"]\n'
+                'build-backend = "setuptools.build_meta"\n'
+                '[project]\nname = "freshdemo"\nversion = "0.1"\n'
+                '[project.optional-dependencies]\ntest = ["pluggy>=1.0"]\n'
+                "[tool.setuptools]\npackages = []\n"
+            ),
+            "tests/test_env.py": (
+                'import pluggy\n\n\ndef test_newest():\n    assert pluggy.__version__ == "1.7.0"\n'
+            ),
+        }
+    )
+    proc, run = run_tests_json(repo, build_index)
+    assert proc.returncode == 0, proc.stderr
+    assert run["counts"]["passed"] == 1
+    built_images.extend(_setup_images(proc.stderr))
