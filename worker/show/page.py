@@ -72,7 +72,7 @@ def render_run(view: RunView) -> str:
         body.append('<div class="missing" id="missing"><b>Not in this run\'s outputs:</b><ul>')
         body += [f"<li>{esc(m)}</li>" for m in view.missing]
         body.append("</ul></div>")
-    body += _facts(view) + _timeline(view) + _baseline(view) + _ci(report)
+    body += _facts(view) + _timeline(view) + _setup(view) + _baseline(view) + _ci(report)
     steps = view.steps()
     body.append(f'<h2 id="steps">Steps ({sum(s.call is not None for s in steps)} model calls)</h2>')
     body += [_step(s) for s in steps] or ['<p class="note">No step was recorded.</p>']
@@ -139,6 +139,31 @@ def _timeline(view: RunView) -> list[str]:
     legend = ", ".join(f"{k} {v:.1f} s" for k, v in parts.items() if v > 0)
     return ['<h2>Where the time went</h2><div class="bar" id="timeline">', *spans, "</div>",
             f'<p class="meta">{esc(legend or "no durations recorded")}</p>']  # fmt: skip
+
+
+def _setup(view: RunView) -> list[str]:
+    """What set-up ran, how it went, and its whole log (the last MAX_SHOWN characters)."""
+    setup = (view.report or {}).get("setup") or {}
+    if not setup and view.setup_log is None:
+        return []
+    rows = [
+        ("source", setup.get("source")),
+        ("command", setup.get("command")),
+        ("image", setup.get("image")),
+        ("cached", setup.get("cached")),
+        ("version given", setup.get("version")),
+        ("error", setup.get("error")),
+    ]
+    cells = [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows if v is not None]
+    out = ['<h2 id="setup">Set-up</h2><table id="setup-facts">', *cells, "</table>"]
+    if view.setup_log is not None:
+        log = view.setup_log[-MAX_SHOWN:]
+        lines = view.setup_log.count("\n")
+        out.append(
+            f"<details><summary>the set-up's whole log ({lines} lines)</summary>"
+            f'<pre id="setup-log">{esc(log)}</pre></details>'
+        )
+    return out
 
 
 def _baseline(view: RunView) -> list[str]:

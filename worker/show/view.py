@@ -38,6 +38,7 @@ class RunView:
     events: list[dict[str, Any]]
     patch: str | None
     missing: list[str]
+    setup_log: str | None = None  # the set-up's whole output (setup.log), where it was kept
 
     @property
     def header(self) -> dict[str, Any]:
@@ -91,7 +92,18 @@ def load_run(folder: Path) -> RunView:
     patch = (
         patch_file.read_text(encoding="utf-8", errors="replace") if patch_file.is_file() else None
     )
-    view = RunView(folder=folder, report=report, events=events, patch=patch, missing=missing)
+    log_file = folder / "setup.log"
+    setup_log = (
+        log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else None
+    )
+    view = RunView(
+        folder=folder,
+        report=report,
+        events=events,
+        patch=patch,
+        missing=missing,
+        setup_log=setup_log,
+    )
     if events and not any(e.get("type") == "model_call" for e in events):
         missing.append("no model call: the run ended before the model was asked")
     if report is not None and report.get("verdict") is None and report.get("status") != "fixed":
