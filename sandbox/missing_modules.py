@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,7 +61,7 @@ def missing_modules(run: TestRun, tree: Path) -> list[MissingModule]:
     `importlib.import_module(name)`) is left out: which name it computes is the code's business
     (a planted `PY3` flipped in six asks for Python 2's `cStringIO`)."""
     found: dict[str, MissingModule] = {}
-    for where, text in _failure_texts(run):
+    for where, text in run.failure_texts():
         computed = _computed_by_the_code(text, tree)
         for how, pattern in (("no module", NO_MODULE), ("cannot import from", CANNOT_IMPORT)):
             for name in pattern.findall(text):
@@ -101,18 +100,6 @@ def _in_tree(tree: Path, rel: str) -> bool:
     if path.is_absolute() or ".." in path.parts:
         return False
     return (tree / path).is_file()
-
-
-def _failure_texts(run: TestRun) -> Iterator[tuple[str, str]]:
-    summary = run.summary
-    if summary is not None and summary.failures:
-        for failure in summary.failures:
-            yield (
-                failure.test_id,
-                "\n".join((failure.message, failure.traceback or "", failure.output or "")),
-            )
-    elif not run.passed:
-        yield "the test command", run.result.output
 
 
 def _at_root(tree: Path, top: str) -> bool:

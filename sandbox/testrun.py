@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -53,6 +53,19 @@ class TestRun:
         """How many tests failed, by the report; a run without a readable one counts as worst
         (infinity), so that any run with a report compares as better."""
         return float("inf") if self.summary is None else float(len(self.summary.failures))
+
+    def failure_texts(self) -> Iterator[tuple[str, str]]:
+        """(where, text) for each failing test (its message, traceback and output), or the
+        whole command's output when no report names one: what a reader of failures scans."""
+        summary = self.summary
+        if summary is not None and summary.failures:
+            for failure in summary.failures:
+                yield (
+                    failure.test_id,
+                    "\n".join((failure.message, failure.traceback or "", failure.output or "")),
+                )
+        elif not self.passed:
+            yield "the test command", self.result.output
 
     def to_dict(self) -> dict[str, Any]:
         """This run as plain data: the same fields in report.json and `run-tests --json`."""
