@@ -3,9 +3,14 @@ whole run: the real CLI, real sandboxes, real git repositories, the scripted mod
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
+from tests.test_ci_cli import ci
 from tests.test_fix_cli import report, run_fix
+from tests.test_sandbox_cli import worker
 from worker.llm.scripted_server import ScriptedServer, text, tool_call
 
 pytestmark = pytest.mark.docker
@@ -74,6 +79,103 @@ def test_a_missing_module_of_the_repositorys_own_package_is_the_models_to_fix(ma
     assert len(server.requests) >= 1  # a bug in the code: the model is asked
     assert proc.returncode == 1, proc.stderr
     assert report(tmp_path / "out")["status"] == "not_fixed"
+
+
+FROBNICATES = {
+    "frob.py": "def double(x):\n    return x * 2\n",
+    "tests/test_frob.py": (
+        "import subprocess\nfrom frob import double\n\n\n"
+        "def test_the_tool_agrees():\n"
+        "    out = subprocess.run(['frobnicate-tool', '--double', '2'], capture_output=True,\n"
+        "                         text=True, check=True).stdout\n"
+        "    assert int(out) == double(2)\n\n\n"
+        "def test_double():\n    assert double(3) == 6\n"
+    ),
+}
+
+
+def test_a_program_the_sandbox_lacks_stops_the_run_before_any_model_call(make_repo, tmp_path):
+    repo = make_repo(FROBNICATES)
+    with ScriptedServer(script=[]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert server.requests == []  # not one token spent
+    assert proc.returncode == 6, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "project_environment" and r["steps"] == 0
+    assert r["tests_before"]["failing"] == ["tests/test_frob.py::test_the_tool_agrees"]
+    # One line on stderr: the program, the first test that needs it, how to provide it.
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "'frobnicate-tool'" in last and "tests/test_frob.py::test_the_tool_agrees" in last
+    assert "--image" in last and "docs/configuration.md" in last
+    assert "no model call made" in r["reason"]
+
+
+def test_a_custom_image_with_the_program_is_the_remedy_the_line_names(
+    make_repo, tmp_path, docker_client, sandbox_image
+):
+    # As docs/configuration.md says: an image FROM the default one, with the program added.
+    context = tmp_path / "image"
+    context.mkdir()
+    (context / "frobnicate-tool").write_text("#!/bin/sh\necho $(($2 * 2))\n")
+    (context / "Dockerfile").write_text(
+        f"FROM {sandbox_image}\nUSER root\nCOPY frobnicate-tool /usr/local/bin/\n"
+        "RUN chmod 755 /usr/local/bin/frobnicate-tool\nUSER 1000:1000\n"
+    )
+    tag = f"worker-test-tools:{os.getpid()}"
+    docker_client.images.build(path=str(context), tag=tag, rm=True, network_mode="none")
+    repo = make_repo(FROBNICATES)
+    try:
+        with ScriptedServer(script=[]) as server:
+            proc = run_fix(repo, tmp_path / "out", "--image", tag, base_url=server.base_url)
+        assert server.requests == []
+        assert proc.returncode == 0, proc.stderr  # nothing to fix: the tests pass there
+        assert report(tmp_path / "out")["tests_before"]["passed"] is True
+    finally:
+        docker_client.images.remove(tag, force=True)
+
+
+def test_a_wrong_program_name_built_by_the_code_is_the_models_to_fix(make_repo, tmp_path):
+    # A flipped test gives the pager Windows' suffix on Linux: the tests cannot start
+    # 'less.exe', a name the repository never writes out, so the model is asked, and its fix
+    # is verified with the image's real less.
+    repo = make_repo(
+        {
+            "pager.py": (
+                "import os\nimport subprocess\n\n\ndef pager():\n"
+                "    return 'less' + ('.exe' if os.name != 'nt' else '')\n\n\n"
+                "def page(text):\n"
+                "    return subprocess.run([pager()], input=text, capture_output=True, text=True,\n"
+                "                          check=True).stdout\n"
+            ),
+            "tests/test_pager.py": (
+                "from pager import page\n\n\n"
+                "def test_page_passes_text_through():\n    assert page('hi\\n') == 'hi\\n'\n"
+            ),
+        }
+    )
+    fix = tool_call(
+        "replace", {"path": "pager.py", "old": "os.name != 'nt'", "new": "os.name == 'nt'"}
+    )
+    with ScriptedServer(script=[fix]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert len(server.requests) >= 1  # a bug in the code: the model is asked
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["tests_before"]["failing"] == ["tests/test_pager.py::test_page_passes_text_through"]
+    assert "'less.exe'" in json.dumps(server.requests[0])  # what the model was shown
+    assert r["verification"]["passed"] is True and r["verdict"]["passed"] is True
+
+
+def test_ci_and_run_tests_name_a_program_the_sandbox_lacks(make_repo, tmp_path):
+    repo = make_repo({**FROBNICATES, "conftest.py": ""})
+    with ScriptedServer(script=[]) as server:
+        proc = ci(repo, tmp_path / "out", base_url=server.base_url)
+    assert server.requests == []
+    assert proc.returncode == 6, proc.stderr
+    assert "'frobnicate-tool'" in proc.stderr.strip().splitlines()[-1]
+    proc = worker("sandbox", "run-tests", "--repo", str(repo))
+    assert proc.returncode == 1, proc.stderr
+    assert "environment: the tests run 'frobnicate-tool'" in proc.stderr
 
 
 def test_timeout_bounds_the_whole_run_the_baseline_included(make_repo, tmp_path):

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.missing_modules import missing_modules
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
 from sandbox.testrun import TestRun, detect_test_command, is_pytest, run_tests
@@ -21,9 +20,9 @@ from sandbox.user_git import user_git
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.ci.failures import exists_in, read_junit_files
 from worker.ci.triage import Triage, triage
-from worker.errors import ProjectEnvironment, UsageError
+from worker.errors import UsageError
 from worker.llm.process import ModelProcess
-from worker.run.fix import NOTHING_TO_FIX, FixRun
+from worker.run.fix import NOTHING_TO_FIX, FixRun, check_environment
 from worker.run.report import tests_dict
 
 if TYPE_CHECKING:  # the loop loads on a thread while the sandbox starts (worker/run/preload.py)
@@ -102,10 +101,7 @@ class CiRun:
         self.ci["baseline"] = tests_dict(baseline)
         if baseline.passed:
             return []
-        if missing := missing_modules(baseline, self.fix.request.repo):
-            raise ProjectEnvironment(
-                f"{missing[0].describe()}; {self.fix.setup_said}; no model call made"
-            )
+        check_environment(baseline, self.fix.request.repo, self.fix.setup_said)
         if baseline.summary is None or not baseline.summary.failing_ids():
             return [baseline.test_cmd]  # no ids to name: the command as a whole failed
         return baseline.summary.failing_ids()

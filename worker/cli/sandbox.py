@@ -12,6 +12,7 @@ from policies.config import load_config
 from sandbox.client import connect
 from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.missing_modules import missing_modules
+from sandbox.missing_programs import missing_programs
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
@@ -111,8 +112,12 @@ def run_tests(args: argparse.Namespace) -> int:
     finally:
         if not keep:
             remove_dir(run_dir)
-    for missing in missing_modules(test_run, repo) if not test_run.passed else []:
-        _progress(f"environment: {missing.describe()}; {choice.said()}")
+    if not test_run.passed:
+        for module in missing_modules(test_run, repo):
+            _progress(f"environment: {module.describe()}; {choice.said()}")
+        for program in missing_programs(test_run, repo):
+            said = f"; {choice.said()}" if program.declared_in else ""
+            _progress(f"environment: {program.describe()}{said}")
     summary = test_run.to_dict()
     if not keep:
         summary["log"] = None

@@ -22,6 +22,7 @@ from policies.budgets import answer_cap
 from policies.config import WorkerConfig
 from policies.limits import edited_test_timeout
 from sandbox.missing_modules import missing_modules
+from sandbox.missing_programs import missing_programs
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.setup_cache import SetupFailed
@@ -263,7 +264,7 @@ class FixRun:
         self.progress.say(f"tests before: {baseline.headline()}")
         _check_baseline(baseline)
         if not baseline.passed:
-            _check_environment(baseline, session.workspace.path, self.setup_said)
+            check_environment(baseline, session.workspace.path, self.setup_said)
         return baseline
 
     def run_loop(
@@ -432,17 +433,25 @@ def _check_baseline(baseline: TestRun) -> None:
         raise UsageError("the test command collected no tests: pass --test-cmd")
 
 
-def _check_environment(baseline: TestRun, tree: Path, setup_said: str) -> None:
-    """Tests that cannot import what they need are no bug of the code: stop before any model
-    call, naming the module and the set-up that ran (or the one to pass)."""
-    missing = missing_modules(baseline, tree)
-    if not missing:
-        return
-    more = f" (and {len(missing) - 1} more: {', '.join(m.module for m in missing[1:4])})"
-    raise ProjectEnvironment(
-        f"{missing[0].describe()}{more if len(missing) > 1 else ''}; {setup_said}; "
-        "no model call made"
-    )
+def check_environment(baseline: TestRun, tree: Path, setup_said: str) -> None:
+    """Tests that cannot import or run what they need are no bug of the code: stop before any
+    model call, naming the module or program, and the set-up that ran where set-up mends it."""
+    if modules := missing_modules(baseline, tree):
+        more = ", ".join(m.module for m in modules[1:4])
+        raise ProjectEnvironment(
+            f"{modules[0].describe()}{_and_more(len(modules), more)}; {setup_said}; "
+            "no model call made"
+        )
+    if programs := missing_programs(baseline, tree):
+        more = ", ".join(p.program for p in programs[1:4])
+        said = f"; {setup_said}" if programs[0].declared_in else ""
+        raise ProjectEnvironment(
+            f"{programs[0].describe()}{_and_more(len(programs), more)}{said}; no model call made"
+        )
+
+
+def _and_more(count: int, named: str) -> str:
+    return f" (and {count - 1} more: {named})" if count > 1 else ""
 
 
 def _known_tests(baseline: TestRun) -> tuple[str, ...]:
