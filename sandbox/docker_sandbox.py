@@ -13,7 +13,6 @@ import signal
 import threading
 import time
 import uuid
-from base64 import b64decode
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
@@ -27,6 +26,7 @@ import urllib3.exceptions
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from sandbox.base import BASE_ENV, SandboxBase
+from sandbox.capture import TRAILER_MAX, from_trailer
 from sandbox.errors import DaemonGone, SandboxError, SandboxGone
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
@@ -233,13 +233,14 @@ class DockerSandbox(SandboxBase):
                 for out, err in api.exec_start(exec_id, stream=True, demux=True):
                     if out:
                         capture.feed(out)
-                    if err:
+                    if err and len(trailer) <= TRAILER_MAX:
                         trailer += err
             finally:
                 backstop.cancel()
         except DAEMON_ERRORS as exc:
             raise self._loss() or SandboxError(f"running a command failed: {_say(exc)}") from exc
-        result = _parse_trailer(bytes(trailer))
+        overflow = len(trailer) > TRAILER_MAX  # the runner writes less: not the runner's
+        result = {} if overflow else _parse_trailer(bytes(trailer))
         runner_died = result.get("exit_code") is None  # killed by the OOM killer, or the backstop
         if runner_died:
             # ...or the container itself went: then there is no result to report, only that.
@@ -252,7 +253,12 @@ class DockerSandbox(SandboxBase):
                 raise self._loss() or SandboxError(f"a command was lost: {_say(exc)}") from exc
         else:
             exit_code = int(result["exit_code"])
-        captured = result.get("capture")
+        name = capture_file or "the capture file"
+        captured, capture_error = from_trailer(
+            result.pop("capture", None), result.get("capture_over"), name=name
+        )
+        if overflow and capture_file:
+            capture_error = f"{name} did not come back: the runner's result line was too long"
         return CommandResult(
             command=command,
             exit_code=exit_code,
@@ -263,7 +269,8 @@ class DockerSandbox(SandboxBase):
             output_bytes=capture.total,
             truncated=capture.truncated,
             log_path=log_path,
-            captured=b64decode(captured) if captured else None,
+            captured=captured,
+            capture_error=capture_error,
             disk_exceeded=bool(result.get("disk_exceeded")),
         )
 

@@ -31,7 +31,7 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report):
     # Before junitxml writes the captured output: head and tail of each section, so a test that
-    # prints megabytes cannot push the report past what the sandbox hands back.
+    # prints megabytes does not make a report of gigabytes (sandbox/capture.py refuses those).
     half = SECTION_CHARS // 2
     report.sections = [
         (

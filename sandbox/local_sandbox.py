@@ -31,6 +31,7 @@ import psutil
 
 from policies.limits import Limits
 from sandbox.base import SandboxBase
+from sandbox.capture import read_capture_file
 from sandbox.errors import SandboxError
 from sandbox.output import OutputCapture
 from sandbox.results import CommandResult
@@ -44,7 +45,6 @@ LOCAL_SANDBOX_WARNING = (
 # (double fork + setsid between two scans) is still found and killed. Only a process that also
 # scrubs its environment escapes; that is one of the ways this backend is weaker.
 MARKER_VAR = "WORKER_LOCAL_SANDBOX"
-CAPTURE_MAX = 4 * 1024 * 1024  # as the container's runner
 FILE_SIZE_MAX = 1024**3  # RLIMIT_FSIZE: a runaway writer stops at 1 GiB per file
 SCAN_INTERVAL_S = 0.1  # how often the process tree is collected while a command runs
 DRAIN_S = 2.0  # after the command ends or is killed, how long to wait for its output to close
@@ -129,6 +129,11 @@ class LocalSandbox(SandboxBase):
         duration = time.monotonic() - started
         exit_code = 128 - returncode if returncode < 0 else returncode
         output = capture.text()
+        captured, capture_error = (
+            read_capture_file(capture_path, name=capture_file or str(capture_path))
+            if capture_path
+            else (None, "")
+        )
         return CommandResult(
             command=command,
             exit_code=exit_code,
@@ -139,7 +144,8 @@ class LocalSandbox(SandboxBase):
             output_bytes=capture.total,
             truncated=capture.truncated,
             log_path=log_path,
-            captured=_read_capture(capture_path) if capture_path else None,
+            captured=captured,
+            capture_error=capture_error,
         )
 
     # -- internals ---------------------------------------------------------------------------
@@ -366,11 +372,3 @@ def _user_tasks() -> int:
         if uids is not None and uids.real == uid:
             total += proc.info["num_threads"] or 1
     return total
-
-
-def _read_capture(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read(CAPTURE_MAX)
-    except OSError:
-        return None

@@ -19,7 +19,8 @@ class CommandResult:
     output_bytes: int
     truncated: bool
     log_path: Path | None = None
-    captured: bytes | None = None
+    captured: bytes | None = None  # the capture file, whole (sandbox/capture.py)
+    capture_error: str = ""  # why a capture file that was written did not come back
     disk_exceeded: bool = False  # killed for writing more than its share of the workspace
     # Test fixtures the command changed, put back from the snapshot since (sandbox/fixture_guard)
     fixtures_put_back: tuple[str, ...] = ()

@@ -37,6 +37,7 @@ class TestRun:
     summary: TestSummary | None
     expects_junit: bool = False  # pytest was asked for a JUnit report
     token: str | None = None  # what our plugin stamps into that report (sandbox/junit_stamp.py)
+    junit_error: str = ""  # why a report that was written was not read (too large, not JUnit)
     test_ids: tuple[str, ...] = ()  # the tests asked for; () is the whole suite
     test_cmd: str = ""  # the test command as configured, before our flags
 
@@ -95,6 +96,8 @@ class TestRun:
         if self.summary is None:
             verdict = "passed" if self.passed else "failed"
             missing = "no JUnit report: not a pass" if self.expects_junit else "no JUnit report"
+            if self.junit_error:
+                missing = f"JUnit report not read: {self.junit_error}"
             return f"test command {verdict} ({self.result.describe()}; {missing})"
         s = self.summary
         return (
@@ -200,17 +203,19 @@ def run_tests(
         command = f"rm -f {junit}; {command}"
     result = box.run(command, timeout_s=timeout_s, capture_file=junit, env=env)
     summary = None
+    junit_error = result.capture_error
     if result.captured:
         try:
             summary = parse_junit(result.captured)
-        except ValueError:
-            summary = None
+        except ValueError as exc:
+            junit_error = str(exc)
     return TestRun(
         command=command,
         result=result,
         summary=summary,
         expects_junit=junit is not None,
         token=token,
+        junit_error=junit_error,
         test_ids=tuple(ids),
         test_cmd=test_cmd,
     )

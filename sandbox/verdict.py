@@ -65,6 +65,9 @@ class JudgedRun(Protocol):
     @property
     def token(self) -> str | None: ...
 
+    @property
+    def junit_error(self) -> str: ...
+
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
@@ -100,8 +103,10 @@ def judge_run(run: JudgedRun) -> Verdict:
         return Verdict(passed=not reasons, rule="exit_code_only", reasons=tuple(reasons))
     if summary is None:
         reasons.append(
-            f"the test run wrote no JUnit report (exit {result.exit_code}): the test process "
-            "stopped before pytest finished"
+            f"the JUnit report was not read: {run.junit_error}"
+            if run.junit_error
+            else f"the test run wrote no JUnit report (exit {result.exit_code}): the test "
+            "process stopped before pytest finished"
         )
         return Verdict(passed=False, rule="junit", reasons=tuple(reasons))
     if run.token is not None and summary.properties.get(TOKEN_PROPERTY) != run.token:

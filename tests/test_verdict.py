@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from sandbox.junit import parse_junit
 from sandbox.results import CommandResult
 from sandbox.testrun import TestRun
@@ -83,6 +85,15 @@ def test_exit_zero_without_a_junit_report_is_not_a_pass():
     verdict = judge(run(None, exit_code=0), baseline=run(BASE))
     assert not verdict.passed
     assert "no JUnit report" in verdict.describe()
+
+
+def test_a_report_too_large_to_read_is_not_a_pass_and_says_so():
+    too_large = "/tmp/worker-junit-1.xml is too large (over 512 MiB)"
+    unread = dataclasses.replace(run(None, exit_code=0), junit_error=too_large)
+    verdict = judge(unread, baseline=run(BASE))
+    assert not verdict.passed
+    assert verdict.describe() == f"not a pass: the JUnit report was not read: {too_large}"
+    assert unread.headline().endswith(f"JUnit report not read: {too_large})")
 
 
 def test_a_report_without_this_runs_token_is_forged():
