@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 TRACEBACK_LINES = 25
 OUTPUT_LINES = 20  # of what a failing test printed, per section
 LINE_CHARS = 300
 OUTCOME_OF_TAG = {"failure": "failed", "error": "error", "skipped": "skipped"}
+FEED_BYTES = 256 * 1024  # of the document parsed at a time: the most its tree ever holds
+MAX_DEPTH = 32  # pytest's reports nest five deep; deeper is not JUnit (and all of it stays open)
+# A bound on what the summary holds (100 bytes a passing case, 250 a failing one): a report of
+# 512 MiB that compresses a thousand to one could otherwise name twenty million. The largest
+# suites we know of have a few hundred thousand tests.
+MAX_TESTCASES = 1_000_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,57 +62,120 @@ class TestSummary:
         return [f.test_id for f in self.failures]
 
 
-def parse_junit(xml_bytes: bytes) -> TestSummary:
-    """Summarise a JUnit XML document; ValueError if it is not one."""
+def parse_junit(xml_bytes: bytes, *, max_testcases: int = MAX_TESTCASES) -> TestSummary:
+    """Summarise a JUnit XML document; ValueError if it is not one, or names more test cases.
+
+    Read as a stream, each element dropped once read: what stays in memory is the summary, not
+    the document's tree (a report can be a hundred megabytes, and written by the code under
+    test)."""
+    parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
+    reader = _Reader(max_testcases=max_testcases)
+    view = memoryview(xml_bytes)
     try:
-        root = ET.fromstring(xml_bytes)
+        for offset in range(0, len(view), FEED_BYTES):
+            parser.feed(view[offset : offset + FEED_BYTES])
+            reader.read(parser.read_events())
+        parser.close()
     except ET.ParseError as exc:
         raise ValueError(f"not JUnit XML: {exc}") from exc
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    if root.tag not in ("testsuite", "testsuites"):
-        raise ValueError(f"not JUnit XML: root element <{root.tag}>")
-    passed = failed = errors = skipped = 0
-    failures: list[TestFailure] = []
-    outcomes: dict[str, str] = {}
-    properties: dict[str, str] = {}
-    for suite in suites:
-        for prop in suite.findall("./properties/property"):
-            properties[prop.get("name") or ""] = prop.get("value") or ""
-        for case in suite.iter("testcase"):
-            test_id = _test_id(case)
-            outcome = None
-            for child in case:
-                if child.tag in ("failure", "error", "skipped"):
-                    outcome = child
-                    break
-            outcomes[test_id] = "passed" if outcome is None else OUTCOME_OF_TAG[outcome.tag]
-            if outcome is None:
-                passed += 1
-            elif outcome.tag == "skipped":
-                skipped += 1
+    reader.read(parser.read_events())
+    return reader.summary()
+
+
+class _Reader:
+    """The events of one document, in order, into counts, failures, outcomes and properties."""
+
+    def __init__(self, *, max_testcases: int) -> None:
+        self.max_testcases = max_testcases
+        self.open: list[ET.Element] = []  # the elements started and not yet ended, root first
+        self.suites = 0  # of them, <testsuite>s
+        self.case: ET.Element | None = None  # the <testcase> being read
+        self.outcome: tuple[str, str, str] | None = None  # its first failure/error/skipped
+        self.output: list[tuple[str, str]] = []  # its system-out and system-err
+        self.counts = dict.fromkeys(("passed", "failed", "error", "skipped"), 0)
+        self.failures: list[TestFailure] = []
+        self.outcomes: dict[str, str] = {}
+        self.properties: dict[str, str] = {}
+
+    def read(self, events: Iterator[tuple[Any, ...]]) -> None:
+        """Take in the events parsed so far ("start" and "end" only, each with its element)."""
+        for event, element in events:
+            if event == "start":
+                self._start(element)
             else:
-                if outcome.tag == "failure":
-                    failed += 1
-                else:
-                    errors += 1
-                failures.append(
-                    TestFailure(
-                        test_id=test_id,
-                        kind=outcome.tag,
-                        message=(outcome.get("message") or "").strip()[:500],
-                        traceback=_trim(outcome.text or ""),
-                        output=_captured(case),
-                    )
+                self._end(element)
+        # Every child of an open element has been read, but for the open one among them (the
+        # last): drop them, so that the tree never holds more than one fed chunk.
+        for depth, element in enumerate(self.open):
+            keep = 1 if depth + 1 < len(self.open) else 0
+            del element[: len(element) - keep]
+
+    def _start(self, element: ET.Element) -> None:
+        if not self.open and element.tag not in ("testsuite", "testsuites"):
+            raise ValueError(f"not JUnit XML: root element <{element.tag}>")
+        self.open.append(element)
+        if len(self.open) > MAX_DEPTH:
+            raise ValueError(f"not JUnit XML: elements nested more than {MAX_DEPTH} deep")
+        if element.tag == "testsuite":
+            self.suites += 1
+        elif element.tag == "testcase" and self.suites and self.case is None:
+            self.case, self.outcome, self.output = element, None, []
+
+    def _end(self, element: ET.Element) -> None:
+        self.open.pop()
+        parent = self.open[-1] if self.open else None
+        if element.tag == "testsuite":
+            self.suites -= 1
+        if element is self.case:
+            self._case_read(element)
+        elif parent is not None and parent is self.case:
+            if element.tag in OUTCOME_OF_TAG and self.outcome is None:
+                self.outcome = (element.tag, element.get("message") or "", element.text or "")
+            elif element.tag in ("system-out", "system-err"):
+                self.output.append((element.tag, element.text or ""))
+        elif (
+            element.tag == "property"
+            and parent is not None
+            and parent.tag == "properties"
+            and len(self.open) > 1
+            and self.open[-2].tag == "testsuite"
+        ):
+            self.properties[element.get("name") or ""] = element.get("value") or ""
+
+    def _case_read(self, case: ET.Element) -> None:
+        self.case = None
+        if len(self.outcomes) >= self.max_testcases:
+            raise ValueError(f"too large: more than {self.max_testcases:,} test cases")
+        test_id = _test_id(case)
+        if self.outcome is None:
+            self.outcomes[test_id] = "passed"
+            self.counts["passed"] += 1
+            return
+        tag, message, text = self.outcome
+        self.outcomes[test_id] = outcome = OUTCOME_OF_TAG[tag]
+        self.counts[outcome] += 1
+        if tag != "skipped":
+            self.failures.append(
+                TestFailure(
+                    test_id=test_id,
+                    kind=tag,
+                    message=message.strip()[:500],
+                    traceback=_trim(text),
+                    output=_captured(self.output),
                 )
-    return TestSummary(
-        passed=passed,
-        failed=failed,
-        errors=errors,
-        skipped=skipped,
-        failures=tuple(failures),
-        outcomes=outcomes,
-        properties=properties,
-    )
+            )
+
+    def summary(self) -> TestSummary:
+        counts = self.counts
+        return TestSummary(
+            passed=counts["passed"],
+            failed=counts["failed"],
+            errors=counts["error"],
+            skipped=counts["skipped"],
+            failures=tuple(self.failures),
+            outcomes=self.outcomes,
+            properties=self.properties,
+        )
 
 
 def _test_id(case: ET.Element) -> str:
@@ -136,13 +206,14 @@ def _test_id(case: ET.Element) -> str:
 CAPTURED = re.compile(r"^-{3,} (Captured [A-Za-z]+) -{3,}$", re.M)
 
 
-def _captured(case: ET.Element) -> str:
-    """The non-empty "Captured Out/Err/Log" sections of a test case, trimmed."""
+def _captured(sections: list[tuple[str, str]]) -> str:
+    """The non-empty "Captured Out/Err/Log" sections of a test case's system-out and
+    system-err (`(tag, text)` pairs), trimmed."""
     kept = []
-    for element in (e for e in case if e.tag in ("system-out", "system-err")):
-        parts = CAPTURED.split(element.text or "")
+    for tag, text in sections:
+        parts = CAPTURED.split(text)
         if len(parts) == 1 and parts[0].strip():  # no section headers: the text as it is
-            kept.append(f"{element.tag}:\n{_trim(parts[0], lines=OUTPUT_LINES)}")
+            kept.append(f"{tag}:\n{_trim(parts[0], lines=OUTPUT_LINES)}")
         for title, body in zip(parts[1::2], parts[2::2], strict=True):
             if body.strip():
                 kept.append(f"{title.lower()}:\n{_trim(body, lines=OUTPUT_LINES)}")

@@ -13,6 +13,7 @@ import pytest
 
 from policies.limits import Limits
 from sandbox.capture import CaptureRefused, from_trailer, inflate, read_capture_file
+from sandbox.junit import parse_junit
 from sandbox.local_sandbox import LocalSandbox
 from sandbox.runner import CAPTURE_MAX
 from sandbox.testrun import run_tests
@@ -139,3 +140,14 @@ def test_a_file_past_the_cap_is_not_read_from_disk(tmp_path):
         "report.xml is too large (over 512 MiB)",
     )
     assert read_capture_file(tmp_path / "none.xml", name="none.xml") == (None, "")
+
+
+def test_parsing_refuses_what_would_not_fit_in_memory():
+    deep = b"<testsuites>" + b"<a>" * 100 + b"</a>" * 100 + b"</testsuites>"
+    with pytest.raises(ValueError, match="nested more than 32 deep"):
+        parse_junit(deep)
+    cases = b"".join(b'<testcase name="t%d"/>' % i for i in range(11))
+    many = b"<testsuite>" + cases + b"</testsuite>"
+    assert parse_junit(many, max_testcases=11).passed == 11
+    with pytest.raises(ValueError, match="too large: more than 10 test cases"):
+        parse_junit(many, max_testcases=10)
