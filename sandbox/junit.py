@@ -12,6 +12,9 @@ TRACEBACK_LINES = 25
 OUTPUT_LINES = 20  # of what a failing test printed, per section
 LINE_CHARS = 300
 OUTCOME_OF_TAG = {"failure": "failed", "error": "error", "skipped": "skipped"}
+#: The <testcase> attribute our pytest plugin writes each test's own node id to.
+NODEID_ATTRIBUTE = "nodeid"
+TEXT_SUFFIXES = frozenset({"rst", "txt", "md", "rest", "text", "markdown"})  # of doctest files
 FEED_BYTES = 256 * 1024  # of the document parsed at a time: the most its tree ever holds
 MAX_DEPTH = 32  # pytest's reports nest five deep; deeper is not JUnit (and all of it stays open)
 # A bound on what the summary holds (100 bytes a passing case, 250 a failing one): a report of
@@ -179,13 +182,25 @@ class _Reader:
 
 
 def _test_id(case: ET.Element) -> str:
-    """pytest's node id rebuilt from classname ("pkg.test_mod.TestClass") and name."""
+    """pytest's node id: as our plugin recorded it (sandbox/junit_stamp.py), else rebuilt from
+    classname ("pkg.test_mod.TestClass"), name and file, for reports written without it (CI's)."""
+    nodeid = case.get(NODEID_ATTRIBUTE)
+    if nodeid:
+        return nodeid
     classname = case.get("classname") or ""
     name = case.get("name") or "?"
     file = case.get("file")
     if file and not classname:
         return file  # a file that failed to collect: pytest names it by its path alone
     parts = classname.split(".") if classname else []
+    # A doctest of a text file, `docs/intro.rst::intro.rst`: classname "docs.intro.rst" (the
+    # path, dotted), name "intro.rst"; said by the file attribute where there is one, else by
+    # the name and the usual suffixes ("pkg.mod" with name "pkg.mod" is pkg/mod.py's doctest).
+    if file and not file.endswith(".py") and classname == file.replace("/", "."):
+        return f"{file}::{name}"
+    if not file and len(parts) > 1 and parts[-1] in TEXT_SUFFIXES:
+        if name == f"{parts[-2]}.{parts[-1]}":
+            return "/".join([*parts[:-2], name]) + f"::{name}"
     module_parts = file[:-3].replace("/", ".").split(".") if file and file.endswith(".py") else []
     # The class's module is the file's module, or a tail of it (pytest's default import mode
     # names tests/test_x.py `test_x` when tests/ is not a package).
