@@ -239,7 +239,7 @@ class DockerSandbox(SandboxBase):
                 backstop.cancel()
         except DAEMON_ERRORS as exc:
             raise self._loss() or SandboxError(f"running a command failed: {_say(exc)}") from exc
-        overflow = len(trailer) > TRAILER_MAX  # the runner writes less: not the runner's
+        overflow = len(trailer) > TRAILER_MAX  # longer than the runner writes: not all its own
         result = {} if overflow else _parse_trailer(bytes(trailer))
         runner_died = result.get("exit_code") is None  # killed by the OOM killer, or the backstop
         if runner_died:
