@@ -2,34 +2,26 @@
 
 Used when `worker fix` gets no `--setup`. Everything is read, never executed: pyproject.toml,
 setup.cfg, setup.py's presence, requirement files, tox.ini and lock files (`setup_locks`). The
-repository is hostile input: symlinks are never followed, files over 1 MB are not read, includes
-nest at most 8 deep, and a malformed file becomes a note, never an error.
+repository is hostile input (read through sandbox/repo_files.py: symlinks are never followed,
+files over 1 MB are not read, a malformed file becomes a note, never an error), and includes nest
+at most 8 deep.
 """
 
 from __future__ import annotations
 
 import configparser
-import os
 import posixpath
 import re
 import shlex
-import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from sandbox.repo_files import RepoFiles, requires_python
 from sandbox.setup_locks import TOOL_VENV, lock_plan, normalize, table, wanted_names
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-MAX_BYTES = 1_000_000
 MAX_DEPTH = 8
-MAX_LISTED = 10_000  # entries of one folder looked at for requirement files
 PIP = "python -m pip install"
 REQUIREMENT_FILES = (
     *("requirements-test*.txt", "requirements_test*.txt", "requirements/test*.txt"),
@@ -86,64 +78,8 @@ class _Args:
         return self
 
 
-class _Tree:
-    """Reads a repository's files without following symlinks or leaving it; collects notes."""
-
-    def __init__(self, repo: Path) -> None:
-        self.root = repo.resolve()
-        self.notes: list[str] = []
-
-    def inside(self, rel: str, base: str = "") -> str | None:
-        """`rel` (relative to folder `base`) normalized, if it stays in the tree without links."""
-        if rel.startswith(("/", "~", "\\")) or re.match(r"[A-Za-z]:", rel):
-            return None
-        norm = posixpath.normpath(posixpath.join(base, rel))
-        if norm == ".." or norm.startswith("../"):
-            return None
-        path = self.root
-        for part in norm.split("/"):
-            path = path / part
-            if part != "." and path.is_symlink():
-                return None
-        return norm
-
-    def exists(self, rel: str) -> bool:
-        norm = self.inside(rel)
-        return norm is not None and (self.root / norm).is_file()
-
-    def read(self, rel: str) -> str | None:
-        """The text of file `rel`, None when absent; a note when it is there but refused."""
-        if not self.exists(rel):
-            if os.path.lexists(self.root / rel):
-                self.notes.append(f"{rel}: a symlink, or not a plain file in the tree; not read")
-            return None
-        path = self.root / rel
-        try:
-            if path.stat().st_size > MAX_BYTES:
-                self.notes.append(f"{rel}: over {MAX_BYTES} bytes; not read")
-                return None
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.notes.append(f"{rel}: unreadable ({type(exc).__name__}); ignored")
-            return None
-
-    def toml(self, rel: str) -> dict[str, Any] | None:
-        text = self.read(rel)
-        try:
-            return None if text is None else tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            self.notes.append(f"{rel}: not valid TOML ({exc}); ignored")
-            return None
-
-    def ini(self, rel: str) -> configparser.ConfigParser | None:
-        text = self.read(rel)
-        cfg = configparser.ConfigParser(interpolation=None)
-        try:
-            cfg.read_string(text or "", source=rel)
-        except configparser.Error as exc:
-            self.notes.append(f"{rel}: not a valid INI file ({str(exc).splitlines()[0]}); ignored")
-            return None
-        return None if text is None else cfg
+class _Tree(RepoFiles):
+    """The repository's files, read as pip would take them; collects notes."""
 
     def skip(self, where: str, line: str, why: str) -> _Args:
         self.notes.append(f"{where}: not followed ({why}): {line}")
@@ -284,9 +220,7 @@ def _requirement_files(tree: _Tree) -> list[str]:
     found: list[str] = []
     for pattern in REQUIREMENT_FILES:
         folder, _, name = pattern.rpartition("/")
-        if (folder and tree.inside(folder) is None) or not (tree.root / folder).is_dir():
-            continue
-        names = [p.name for p in islice((tree.root / folder).iterdir(), MAX_LISTED)]
+        names = tree.listed(folder)
         for n in sorted((n for n in names if fnmatchcase(n, name)), key=lambda n: (len(n), n)):
             rel = posixpath.join(folder, n)
             if rel not in found and tree.exists(rel):
@@ -346,10 +280,6 @@ def infer_setup(repo: Path) -> SetupPlan:
     pyproject = tree.toml("pyproject.toml")
     cfg = tree.ini("setup.cfg")
     installable_from = _installable_from(tree, pyproject, cfg)
-    requires_python = table(pyproject or {}, "project").get("requires-python")
-    if not isinstance(requires_python, str) and cfg is not None:
-        requires_python = cfg.get("options", "python_requires", fallback=None)
-
     found = _test_source(tree, pyproject or {}, cfg, installable_from is not None)
     args, sources = (found[0], [found[1]]) if found else (_Args(), [])
     command = f"{PIP} {shlex.join(args.args)}" if args.args else None
@@ -378,7 +308,7 @@ def infer_setup(repo: Path) -> SetupPlan:
         command=command,
         sources=tuple(sources),
         notes=tuple(tree.notes),
-        requires_python=requires_python if isinstance(requires_python, str) else None,
+        requires_python=requires_python(pyproject, cfg),
         summary=summary,
     )
 
