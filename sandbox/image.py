@@ -1,18 +1,25 @@
 """Build the sandbox image, offline when no registry is reachable.
 
-Order of preference for the base: an image the user named; else `python:3.11-slim` if present or
-pullable; else `worker-base:bookworm`, made from Debian packages with debootstrap and
+Order of preference for the base: an image the user named; else the registry image of the
+release's Python (`python:3.11-slim`) if present or pullable; else `worker-base:bookworm` (or the
+base of another release in sandbox/suites.py), made from Debian packages with debootstrap and
 `docker import`. The Dockerfile is then built on top. Every step is skipped when its result
 already exists, so a second `worker sandbox build` is a no-op in seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
+import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -20,11 +27,9 @@ import docker
 import docker.errors
 
 from sandbox.errors import ImageError
+from sandbox.suites import DEFAULT_SUITE, Suite
 
-DEFAULT_IMAGE = "worker-sandbox:latest"
-REGISTRY_BASE = "python:3.11-slim"
-OFFLINE_BASE = "worker-base:bookworm"
-DEBIAN_SUITE = "bookworm"
+DEFAULT_IMAGE = DEFAULT_SUITE.image
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 DEBIAN_PACKAGES = (
     "python3",
@@ -70,6 +75,16 @@ LABEL_RECIPE = "worker.recipe"
 Progress = Callable[[str], None]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ImageState:
+    """A sandbox image made sure of: its id, and the seconds its build took (None: it was
+    up to date, nothing was built)."""
+
+    id: str
+    short_id: str
+    built_s: float | None = None
+
+
 def dockerfile_text() -> str:
     """The Dockerfile of the default sandbox image (shipped inside the package)."""
     return resources.files("sandbox").joinpath("Dockerfile").read_text(encoding="utf-8")
@@ -94,10 +109,37 @@ def ensure_image(
     *,
     name: str = DEFAULT_IMAGE,
     base: str | None = None,
+    suite: Suite = DEFAULT_SUITE,
     progress: Progress = lambda _msg: None,
-) -> str:
-    """Make sure the sandbox image `name` exists and is current; return its id."""
-    base_name = base or _choose_base(client, progress)
+) -> ImageState:
+    """Make sure the sandbox image `name` exists and is current, on `base` or else on `suite`'s
+    (made if need be); the build's steps go to `progress`, whether it was up to date is for the
+    caller to say. Workers on one host build an image one at a time: the others wait and then
+    find it current."""
+    with _one_builder(name, progress):
+        return _ensure_image(client, name=name, base=base, suite=suite, progress=progress)
+
+
+@contextlib.contextmanager
+def _one_builder(name: str, progress: Progress) -> Iterator[None]:
+    lock = Path(tempfile.gettempdir(), "worker-image-" + re.sub(r"[^\w.-]", "_", name) + ".lock")
+    fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another worker building {name}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _ensure_image(
+    client: docker.DockerClient, *, name: str, base: str | None, suite: Suite, progress: Progress
+) -> ImageState:
+    started = time.monotonic()
+    base_name = base or _choose_base(client, suite, progress)
     try:
         base_id = client.images.get(base_name).id
     except docker.errors.ImageNotFound as exc:
@@ -110,8 +152,7 @@ def ensure_image(
     try:
         current = client.images.get(name)
         if current.labels.get(LABEL_RECIPE) == recipe:
-            progress(f"image {name} is up to date ({current.short_id})")
-            return str(current.id)
+            return ImageState(id=str(current.id), short_id=str(current.short_id))
     except docker.errors.ImageNotFound:
         pass
     progress(f"building {name} on {base_name}")
@@ -143,28 +184,36 @@ def ensure_image(
         except docker.errors.APIError as exc:
             raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
     image = client.images.get(name)
-    progress(f"built {name} ({image.short_id})")
-    return str(image.id)
+    built_s = round(time.monotonic() - started, 1)
+    progress(f"built {name} ({image.short_id}) in {built_s:.0f} s")
+    return ImageState(id=str(image.id), short_id=str(image.short_id), built_s=built_s)
 
 
-def _choose_base(client: docker.DockerClient, progress: Progress) -> str:
-    for candidate in (REGISTRY_BASE, OFFLINE_BASE):
+def _choose_base(client: docker.DockerClient, suite: Suite, progress: Progress) -> str:
+    registry = suite.registry_base
+    for candidate in (registry, suite.base):
         if image_exists(client, candidate):
             return candidate
-    progress(f"pulling {REGISTRY_BASE}")
+    progress(f"pulling {registry}")
     try:
-        client.images.pull(REGISTRY_BASE)
-        return REGISTRY_BASE
+        client.images.pull(registry)
+        return registry
     except docker.errors.APIError as exc:
-        progress(f"cannot pull {REGISTRY_BASE} ({_first_line(exc)}); building a base offline")
-    build_offline_base(client, name=OFFLINE_BASE, progress=progress)
-    return OFFLINE_BASE
+        progress(f"cannot pull {registry} ({_first_line(exc)}); building a base offline")
+    build_offline_base(client, suite=suite, progress=progress)
+    return suite.base
 
 
 def build_offline_base(
-    client: docker.DockerClient, *, name: str = OFFLINE_BASE, progress: Progress
+    client: docker.DockerClient,
+    *,
+    suite: Suite = DEFAULT_SUITE,
+    name: str | None = None,
+    progress: Progress,
 ) -> None:
-    """debootstrap a minimal Debian with Python, pytest and git, and `docker import` it."""
+    """debootstrap a minimal Debian `suite` with Python, pytest and git, and `docker import` it
+    as `name` (the suite's base)."""
+    name = name or suite.base
     debootstrap = shutil.which("debootstrap")
     if debootstrap is None:
         raise ImageError(
@@ -176,11 +225,11 @@ def build_offline_base(
             debootstrap,
             "--variant=minbase",
             f"--include={','.join(DEBIAN_PACKAGES)}",
-            DEBIAN_SUITE,
+            suite.name,
             root,
             DEBIAN_MIRROR,
         ]
-        progress(f"debootstrap {DEBIAN_SUITE} (about a minute)")
+        progress(f"debootstrap {suite.name} (a few minutes)")
         _run_streaming(cmd, progress, every=40)
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             shutil.rmtree(Path(root, junk), ignore_errors=True)

@@ -10,13 +10,14 @@ from pathlib import Path
 
 from policies.config import load_config
 from sandbox.client import connect
-from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.image import ensure_image
 from sandbox.missing_modules import missing_modules
 from sandbox.missing_programs import missing_programs
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
 from sandbox.session import open_session
 from sandbox.setup_choice import before_setup, choose_setup
+from sandbox.suites import DEFAULT_SUITE, SUITES, suite_for
 from sandbox.testrun import detect_test_command
 from sandbox.testrun import run_tests as run_test_cmd
 from sandbox.workspace import make_run_dir, remove_dir
@@ -29,9 +30,19 @@ def _progress(message: str) -> None:
 
 
 def build(args: argparse.Namespace) -> int:
-    """Build (or confirm) the sandbox image."""
+    """Build (or confirm) the sandbox image: the default, one for another Python (`--python`,
+    the image a run chooses for a project that asks for it), or a named one on a named base."""
+    if args.python and (args.image or args.base):
+        raise UsageError("--python names the base and the image itself: drop --image and --base")
+    try:
+        suite = suite_for(args.python) if args.python else DEFAULT_SUITE
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    name = args.image or suite.image
     client = connect(timeout_s=900)
-    ensure_image(client, name=args.image or DEFAULT_IMAGE, base=args.base, progress=_progress)
+    state = ensure_image(client, name=name, base=args.base, suite=suite, progress=_progress)
+    if state.built_s is None:
+        _progress(f"image {name} is up to date ({state.short_id})")
     return 0
 
 
@@ -50,6 +61,12 @@ def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
     build = sbox.add_parser("build", help="build the sandbox image (offline if need be)")
     build.add_argument("--image", default=None, help="image name (default worker-sandbox:latest)")
     build.add_argument("--base", default=None, help="base image to build on")
+    build.add_argument(
+        "--python",
+        default=None,
+        help="the image a run picks for a project on this Python: "
+        + ", ".join(s.describe() for s in SUITES),
+    )
     run = sbox.add_parser("run-tests", help="run a repository's tests in the sandbox")
     run.add_argument("--repo", type=Path, required=True)
     run.add_argument("--test-cmd", default=None)
