@@ -16,6 +16,7 @@ from sandbox.errors import SandboxError
 from sandbox.image import DEFAULT_IMAGE, ensure_image
 from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
 from sandbox.prune import sweep_leftovers
+from sandbox.python_choice import PythonChoice
 from sandbox.session import Backend, BoxSpec, SandboxSession
 from sandbox.setup_cache import SetupResult, SetupSpec, prepare_setup_image
 
@@ -23,7 +24,8 @@ from sandbox.setup_cache import SetupResult, SetupSpec, prepare_setup_image
 @dataclass(frozen=True, kw_only=True)
 class Prepared:
     """What a session starts from; `pending_setup` is a set-up still to run in the session
-    (the local backend has no image to cache it in); `setup` is the cached set-up's record."""
+    (the local backend has no image to cache it in); `setup` is the cached set-up's record;
+    `image_built_s` the seconds the chosen Python's image took to build (None: it was there)."""
 
     backend: Backend
     isolation: Isolation
@@ -32,6 +34,7 @@ class Prepared:
     pending_setup: str | None = None
     setup_cached: bool = False
     setup: SetupResult | None = None
+    image_built_s: float | None = None
 
     def spec(
         self, *, limits: Limits, protect: Callable[[str], Protection | None] | None = None
@@ -62,10 +65,13 @@ def prepare(
     limits: Limits,
     progress: Callable[[str], None],
     isolation: Isolation = HARDENED,
+    python: PythonChoice | None = None,
     before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
 ) -> Prepared:
-    """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up;
-    `before_setup(client, image)` runs once the image is there, before the set-up does."""
+    """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up; with
+    no `image` named, the image of the `python` chosen (sandbox/python_choice.py), built once
+    and said in one line; `before_setup(client, image)` runs once the image is there, before
+    the set-up does."""
     if backend == "local":
         progress(LOCAL_SANDBOX_WARNING)
         sweep_leftovers(None, progress=progress)
@@ -83,9 +89,14 @@ def prepare(
         progress(f"warning: sandbox hardening turned off by configuration: {weakened}")
     client = connect()
     sweep_leftovers(client, progress=progress)  # of workers killed before they could clean up
-    name = image or DEFAULT_IMAGE
+    name, built_s, ensured = image or DEFAULT_IMAGE, None, None
+    if image is None and python is not None:
+        name = ensured = python.suite.image
+        built_s = ensure_image(client, name=name, suite=python.suite, progress=progress).built_s
+        progress(python.describe(built_s))
     # The set-up's filtering proxy runs from the default image (it holds tinyproxy).
-    if name == DEFAULT_IMAGE or (setup is not None and setup.network == "index"):
+    proxy = setup is not None and setup.network == "index"
+    if (name == DEFAULT_IMAGE or proxy) and ensured != DEFAULT_IMAGE:
         ensure_image(client, progress=progress)
     if before_setup is not None:
         before_setup(client, name)
@@ -107,6 +118,7 @@ def prepare(
         image=done.image if done else name,
         setup_cached=bool(done and done.cached),
         setup=done,
+        image_built_s=built_s,
     )
 
 

@@ -20,17 +20,14 @@ import docker
 import docker.errors
 
 from policies.config import WorkerConfig
-from sandbox.errors import SandboxError
 from sandbox.home import worker_home
+from sandbox.python_choice import WrongPython
+from sandbox.python_pins import python_satisfies
 from sandbox.setup_cache import SetupSpec
-from sandbox.setup_infer import SetupPlan, infer_setup, python_satisfies
+from sandbox.setup_infer import SetupPlan, infer_setup
 
 Source = Literal["given", "inferred", "none", "off"]
 PYTHON_CACHE = "image-python.json"  # image id -> its Python, under the worker's cache folder
-
-
-class WrongPython(SandboxError):
-    """The project's `requires-python` excludes the sandbox image's Python."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +116,8 @@ def before_setup(
 
 
 def check_python(choice: SetupChoice, python: tuple[int, int, int] | None, *, image: str) -> None:
-    """Stop, in one line, when the project's `requires-python` excludes the image's Python."""
+    """Stop, in one line, when the project's `requires-python` excludes the image's Python (an
+    image named by the user, or a chosen one whose Python is not what its release promised)."""
     wanted = choice.plan.requires_python if choice.plan else None
     if wanted is None or python is None or python_satisfies(wanted, python) is not False:
         return

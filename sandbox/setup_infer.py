@@ -311,39 +311,3 @@ def infer_setup(repo: Path) -> SetupPlan:
         requires_python=requires_python(pyproject, cfg),
         summary=summary,
     )
-
-
-_CLAUSE = re.compile(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*(\d+(?:\.\d+)*)(\.\*)?\s*")
-
-
-def python_satisfies(requires_python: str, version: tuple[int, int, int]) -> bool | None:
-    """Whether Python `version` meets a `requires-python` specifier, None where it cannot be
-    parsed; release numbers only (no pre-releases), which is what requires-python holds.
-
-    >>> python_satisfies(">=3.8, !=3.9.*", (3, 11, 4))
-    True
-    """
-    result = True
-    for clause in filter(str.strip, requires_python.split(",")):
-        match = _CLAUSE.fullmatch(clause)
-        if match is None:
-            return None
-        op, text, star = match.groups()
-        spec = tuple(int(n) for n in text.split("."))
-        if (star and op not in ("==", "!=")) or (op == "~=" and len(spec) < 2):
-            return None
-        width = max(len(spec), len(version))
-        have = tuple(version) + (0,) * (width - len(version))
-        want = spec + (0,) * (width - len(spec))
-        prefix = have[: len(spec)] == spec
-        result &= {
-            "==": prefix if star else have == want,
-            "!=": not prefix if star else have != want,
-            "===": text == ".".join(map(str, version)),
-            ">=": have >= want,
-            ">": have > want,
-            "<=": have <= want,
-            "<": have < want,
-            "~=": have >= want and have[: len(spec) - 1] == spec[:-1],
-        }[op]
-    return result

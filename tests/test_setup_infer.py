@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.setup_infer import infer_setup, python_satisfies
+from sandbox.python_pins import python_satisfies
+from sandbox.setup_infer import infer_setup
 
 PIP = "python -m pip install"
 BUILD = '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from policies.errors import ConfigError, PolicyRefusal
 from sandbox.errors import SandboxError, SandboxTimeSpent, SandboxUsageError
+from sandbox.python_choice import WrongPython
 from sandbox.setup_cache import SetupFailed
-from sandbox.setup_choice import WrongPython
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.errors import EnvironmentProblem, ProjectEnvironment, UsageError
 from worker.loop.endings import RunEnded

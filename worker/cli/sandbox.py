@@ -15,6 +15,7 @@ from sandbox.missing_modules import missing_modules
 from sandbox.missing_programs import missing_programs
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.prune import prune as prune_containers
+from sandbox.python_choice import python_for
 from sandbox.session import open_session
 from sandbox.setup_choice import before_setup, choose_setup
 from sandbox.suites import DEFAULT_SUITE, SUITES, suite_for
@@ -96,12 +97,14 @@ def run_tests(args: argparse.Namespace) -> int:
         raise UsageError(f"repository not found: {args.repo}")
     config = load_config(repo, preset=args.policy, overrides=setup_overrides(args))
     choice = choose_setup(repo, config)
+    image = args.image or config.image
 
     prepared = prepare(
         backend=args.backend,
         isolation=config.isolation,
         repo=repo,
-        image=args.image or config.image,
+        image=image,
+        python=python_for(repo, image=image, backend=args.backend),
         setup=choice.spec,
         before_setup=lambda client, image: before_setup(choice, client, image, say=_progress),
         limits=config.limits,

@@ -19,6 +19,7 @@ from policies.config import load_config
 from policies.paths import PathPolicy
 from sandbox.errors import SandboxError
 from sandbox.prepare import prepare
+from sandbox.python_choice import python_for
 from sandbox.session import workspace_owner
 from sandbox.setup_choice import choose_setup
 from sandbox.testrun import TestRun, detect_test_command
@@ -80,6 +81,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         backend="docker",
         repo=repo,
         image=config.image,
+        python=python_for(repo, image=config.image, backend="docker"),  # as the run chose it
         setup=choose_setup(repo, config).spec,  # as the run itself chose it
         limits=config.limits,
         progress=lambda _line: None,

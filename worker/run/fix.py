@@ -24,6 +24,7 @@ from policies.limits import edited_test_timeout
 from sandbox.missing_modules import missing_modules
 from sandbox.missing_programs import missing_programs
 from sandbox.prepare import Prepared, prepare, run_pending_setup
+from sandbox.python_choice import python_for
 from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.setup_cache import SetupFailed
 from sandbox.setup_choice import before_setup, choose_setup
@@ -136,14 +137,20 @@ class FixRun:
             return result.reason
 
     def prepare_sandbox(self) -> Prepared:
-        """The daemon, the image and the set-up image (given, or inferred from the repository's
-        files), before the model or the copy. Set-up has a limit of its own: its time is left
-        out of the run's clock."""
+        """The daemon, the image (for the Python the project asks for) and the set-up image
+        (given, or inferred from the repository's files), before the model or the copy. Set-up
+        has a limit of its own and the image's first build is a one-off: their time is left out
+        of the run's clock."""
         req, config = self.request, self.request.config
         started = time.monotonic()
         choice = choose_setup(req.repo, config)
         self.setup_said = choice.said()
         self.report.setup = setup = choice.to_dict()
+        setup["python_choice"] = None
+        python = python_for(req.repo, image=config.image, backend=req.backend)
+        if python is not None:
+            setup["python_choice"] = python.to_dict()
+            setup["requires_python"] = setup["requires_python"] or python.requires_python
 
         def check_python(client: docker.DockerClient | None, image: str) -> None:
             def seen(python: tuple[int, int, int] | None) -> None:
@@ -160,6 +167,7 @@ class FixRun:
                 setup=choice.spec,
                 limits=config.limits,
                 progress=self.progress.say,
+                python=python,
                 before_setup=check_python,
             )
         except SetupFailed as exc:
@@ -170,6 +178,9 @@ class FixRun:
             if setup["log"]:
                 self.progress.say(f"set-up log: {req.out / SETUP_LOG}")
             raise
+        if python is not None and prepared.image_built_s is not None:
+            setup["python_choice"] = python.to_dict(built_s=prepared.image_built_s)
+            self.clock.leave_out(prepared.image_built_s)
         if prepared.setup is not None:
             done = prepared.setup
             setup |= {"image": done.image, "cached": done.cached, "duration_s": done.duration_s}
