@@ -27,6 +27,7 @@ import docker
 import docker.errors
 
 from sandbox.errors import ImageError
+from sandbox.home import worker_home
 from sandbox.suites import DEFAULT_SUITE, Suite
 
 DEFAULT_IMAGE = DEFAULT_SUITE.image
@@ -116,14 +117,49 @@ def ensure_image(
     (made if need be); the build's steps go to `progress`, whether it was up to date is for the
     caller to say. Workers on one host build an image one at a time: the others wait and then
     find it current."""
+    if (ready := _current(client, name=name, base=base, suite=suite)) is not None:
+        return ready
     with _one_builder(name, progress):
-        return _ensure_image(client, name=name, base=base, suite=suite, progress=progress)
+        started = time.monotonic()
+        base_name = base or _choose_base(client, suite, progress)
+        return _current(client, name=name, base=base_name, suite=suite) or _build(
+            client, name=name, base_name=base_name, started=started, progress=progress
+        )
+
+
+def _current(
+    client: docker.DockerClient, *, name: str, base: str | None, suite: Suite
+) -> ImageState | None:
+    """`name`, when it is there and built from this Dockerfile on this base (given, else the
+    first of the suite's there); None when a build is due. Builds nothing."""
+    candidates = (base,) if base else (suite.registry_base, suite.base)
+    base_name = next((b for b in candidates if image_exists(client, b)), None)
+    if base_name is None or not image_exists(client, name):
+        return None
+    current = client.images.get(name)
+    if current.labels.get(LABEL_RECIPE) != _recipe(client, base_name):
+        return None
+    return ImageState(id=str(current.id), short_id=str(current.short_id))
+
+
+def _recipe(client: docker.DockerClient, base_name: str) -> str:
+    try:
+        base_id = client.images.get(base_name).id
+    except docker.errors.ImageNotFound as exc:
+        raise ImageError(
+            f"base image {base_name} is not present: pull or load it first, or leave out --base "
+            "to build one offline"
+        ) from exc
+    return recipe_hash(dockerfile_text(), base_id)
 
 
 @contextlib.contextmanager
 def _one_builder(name: str, progress: Progress) -> Iterator[None]:
-    lock = Path(tempfile.gettempdir(), "worker-image-" + re.sub(r"[^\w.-]", "_", name) + ".lock")
-    fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o644)
+    folder = worker_home() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(
+        folder / ("image-" + re.sub(r"[^\w.-]", "_", name)), os.O_RDONLY | os.O_CREAT, 0o644
+    )
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -135,26 +171,11 @@ def _one_builder(name: str, progress: Progress) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _ensure_image(
-    client: docker.DockerClient, *, name: str, base: str | None, suite: Suite, progress: Progress
+def _build(
+    client: docker.DockerClient, *, name: str, base_name: str, started: float, progress: Progress
 ) -> ImageState:
-    started = time.monotonic()
-    base_name = base or _choose_base(client, suite, progress)
-    try:
-        base_id = client.images.get(base_name).id
-    except docker.errors.ImageNotFound as exc:
-        raise ImageError(
-            f"base image {base_name} is not present: pull or load it first, or leave out --base "
-            "to build one offline"
-        ) from exc
     text = dockerfile_text()
-    recipe = recipe_hash(text, base_id)
-    try:
-        current = client.images.get(name)
-        if current.labels.get(LABEL_RECIPE) == recipe:
-            return ImageState(id=str(current.id), short_id=str(current.short_id))
-    except docker.errors.ImageNotFound:
-        pass
+    recipe = _recipe(client, base_name)
     progress(f"building {name} on {base_name}")
     tail: list[str] = []
     with tempfile.TemporaryDirectory(prefix="worker-build-") as ctx:
