@@ -64,6 +64,24 @@ class TestSummary:
     def failing_ids(self) -> list[str]:
         return [f.test_id for f in self.failures]
 
+    def outcome_of(self, test_id: str) -> str | None:
+        """The outcome of the test `test_id` names, None when the report has none: a test
+        whose file failed to collect is an "error"; a file's id (no "::") is "passed" when
+        every test of it passed, else the first other outcome.
+
+        >>> s = parse_junit(b'<testsuite><testcase classname="t" name="a" file="t.py"/>'
+        ...     b'<testcase name="u.py" file="u.py"><error/></testcase></testsuite>')
+        >>> [s.outcome_of(i) for i in ("t.py::a", "t.py", "u.py::b", "v.py::c")]
+        ['passed', 'passed', 'error', None]
+        """
+        if test_id in self.outcomes:
+            return self.outcomes[test_id]
+        path, _, name = test_id.partition("::")
+        if name:
+            return "error" if self.outcomes.get(path) in ("failed", "error") else None
+        under = [v for k, v in self.outcomes.items() if k.startswith(test_id + "::")]
+        return next((v for v in under if v != "passed"), "passed") if under else None
+
 
 def parse_junit(xml_bytes: bytes, *, max_testcases: int = MAX_TESTCASES) -> TestSummary:
     """Summarise a JUnit XML document; ValueError if it is not one, or names more test cases.

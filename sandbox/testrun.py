@@ -50,10 +50,18 @@ class TestRun:
     def passed(self) -> bool:
         return self.verdict.passed
 
-    def failing(self) -> float:
-        """How many tests failed, by the report; a run without a readable one counts as worst
-        (infinity), so that any run with a report compares as better."""
-        return float("inf") if self.summary is None else float(len(self.summary.failures))
+    def failing(self, among: Sequence[str] = ()) -> float:
+        """How many tests failed, by the report; of the tests `among` names (by default, in a
+        run of some tests by id, those), how many did not pass: one whose file failed to
+        collect is one. A run without a readable report counts as worst (infinity), so that
+        any run with a report compares as better."""
+        if self.summary is None:
+            return float("inf")
+        ids = among or self.test_ids
+        if ids:
+            outcome = self.summary.outcome_of
+            return float(sum(outcome(t) != "passed" for t in dict.fromkeys(ids)))
+        return float(len(self.summary.failures))
 
     def failure_texts(self) -> Iterator[tuple[str, str]]:
         """(where, text) for each failing test (its message, traceback and output), or the

@@ -182,8 +182,12 @@ class MemoryEnvironment:
     must leave Python that parses and compiles differently). The tests are run as real Python:
     each test module is executed against the repository's modules, each `test_*` called."""
 
-    def __init__(self, files: Mapping[str, str], *, clean_copy_breaks: bool = False) -> None:
+    def __init__(
+        self, files: Mapping[str, str], *, clean_copy_breaks: bool = False, suite_s: float = 0.1
+    ) -> None:
         self.original = dict(files)
+        self.suite_s = suite_s  # what a run of the whole suite reports it took
+        self.runs: list[tuple[str, ...]] = []  # each working-copy run's test ids; () the suite
         self.files = dict(files)
         self.clean_copy_breaks = clean_copy_breaks  # the clean re-run sees the original code
         self.calls: list[ToolCall] = []  # every tool call, as the loop ran it
@@ -284,8 +288,9 @@ class MemoryEnvironment:
     def end_by(self, at: float) -> None:
         self.ends_at = at
 
-    def run_tests(self) -> TestRun:
-        return run_suite(self.files)
+    def run_tests(self, test_ids: Sequence[str] = ()) -> TestRun:
+        self.runs.append(tuple(test_ids))
+        return run_suite(self.files, test_ids, suite_s=self.suite_s)
 
     def diff(self) -> str:
         return "".join(
@@ -419,13 +424,19 @@ def _hunks_applied(text: str, hunks: list[list[str]]) -> tuple[str | None, str]:
     return "\n".join(lines) + "\n", ""
 
 
-def run_suite(files: Mapping[str, str]) -> TestRun:
+def run_suite(
+    files: Mapping[str, str], test_ids: Sequence[str] = (), *, suite_s: float = 0.1
+) -> TestRun:
     """The tests as pytest would run them: each `tests/test_*.py` executed against the
-    repository's top-level modules, each `test_*` it defines called; a module that does not
-    import is a collection error. Outcomes and failures in a stamped JUnit summary."""
+    repository's top-level modules, each `test_*` it defines called (or those `test_ids` name,
+    as pytest selects them); a module that does not import is a collection error. Outcomes and
+    failures in a stamped JUnit summary; the whole suite takes `suite_s`, a run by id 0.1 s."""
     outcomes: dict[str, str] = {}
     failures: list[TestFailure] = []
+    files_asked = {t.partition("::")[0] for t in test_ids}
     for name in sorted(p for p in files if posixpath.basename(p).startswith("test_")):
+        if test_ids and name not in files_asked:
+            continue
         try:
             found = _module(files, name, {})
         except Exception as exc:  # noqa: BLE001 - the code under test may raise anything
@@ -438,6 +449,8 @@ def run_suite(files: Mapping[str, str]) -> TestRun:
             if not test.startswith("test_") or not callable(function):
                 continue
             test_id = f"{name}::{test}"
+            if test_ids and test_id not in test_ids and name not in test_ids:
+                continue
             try:
                 function()
                 outcomes[test_id] = "passed"
@@ -453,12 +466,13 @@ def run_suite(files: Mapping[str, str]) -> TestRun:
         failures=tuple(failures), outcomes=outcomes, properties={TOKEN_PROPERTY: "tok"},
     )  # fmt: skip
     result = CommandResult(
-        command="pytest", exit_code=1 if failures else 0, duration_s=0.1, timed_out=False,
-        oom_killed=False, output="", output_bytes=0, truncated=False,
+        command="pytest", exit_code=1 if failures else 0, duration_s=0.1 if test_ids else suite_s,
+        timed_out=False, oom_killed=False, output="", output_bytes=0, truncated=False,
     )  # fmt: skip
     return TestRun(
-        command="pytest", result=result, summary=summary, expects_junit=True, token="tok"
-    )
+        command="pytest", result=result, summary=summary, expects_junit=True, token="tok",
+        test_ids=tuple(test_ids), test_cmd="pytest",
+    )  # fmt: skip
 
 
 def _module(

@@ -27,12 +27,13 @@ from worker.llm.types import (
 )
 from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, Stuck
+from worker.loop.failing_first import accounted, first_ids, stands
 from worker.loop.history import compact, shrink
 from worker.loop.interfaces import Environment, Model
 from worker.loop.opening import Messages, Opening, Plain
 from worker.loop.stuck import StuckDetector
 from worker.loop.trace import Trace, replay_fields
-from worker.loop.turns import LoopResult, StepInfo, Turn, failing, outcome
+from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing, outcome
 from worker.loop.verify import clean_check, fixes
 
 # After a repeat or a cut-off answer, one warmer call: at temperature 0 a model that repeated
@@ -71,6 +72,7 @@ class Agent:
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _specs: list[ToolSpec] = field(default_factory=list)
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
+    _whole_only: bool = False  # the failing tests by id could not be selected: whole runs only
     _undone: set[str] = field(default_factory=set)  # edits undone: sent again, they are refused
     _group: dict[str, int] = field(default_factory=dict)  # an opening's sample, for the trace
     _held: list[StepInfo] | None = None  # progress lines an opening says one line for
@@ -269,18 +271,35 @@ class Agent:
 
     def _after_edit(self, observation: Observation, before: TestRun | None, call: ToolCall):
         """After each applied patch the harness runs the tests (one step saved, facts given);
-        with undo_worse_edits, an edit that made more tests fail is undone and the model told."""
-        if self.verify_ahead:
-            self.env.verify_ahead(self.env.diff())
-        self.last_tests = after = self.env.run_tests()
-        text = observation.text + "\n\nTests after this patch:\n" + after.render()
-        worse = after.failing() > failing(before)
-        if self.undo_worse_edits and worse and self.env.undo_last_edit():
-            text += "\n\n" + prompts.undone(after=after.failing(), before=failing(before))
+        with undo_worse_edits, an edit after which more of the tests that ran fail than before
+        it is undone and the model told."""
+        after, first = self._tests_after_edit()
+        self.last_tests = after
+        heading = prompts.tests_after(first=first, whole=not after.test_ids)
+        text = observation.text + "\n\n" + heading + after.render()
+        now, then = compared(after, before)
+        if self.undo_worse_edits and now > then and self.env.undo_last_edit():
+            text += "\n\n" + prompts.undone(after=now, before=then)
             self._undone.add(call.key())
             self.trace.event("undone", step=self.usage.steps, files=observation.changed_files)
             self.last_tests = before
         return replace(observation, text=text)
+
+    def _tests_after_edit(self) -> tuple[TestRun, int]:
+        """The tests that failed at the start, by id (seconds); the whole suite once they do not
+        all fail, or where running them first is no gain (worker/loop/failing_first.py). With
+        the run, how many tests ran first."""
+        ids = () if self._whole_only else first_ids(self.baseline)
+        if ids:
+            first = self.env.run_tests(ids)
+            self._whole_only = not accounted(first)  # ids pytest cannot select: not again
+            if self._whole_only:
+                ids = ()
+            elif stands(first):
+                return first, len(ids)
+        if self.verify_ahead:
+            self.env.verify_ahead(self.env.diff())
+        return self.env.run_tests(), len(ids)
 
     def _step_info(self, tool: str, target: str, outcome: str) -> StepInfo:
         return StepInfo(

@@ -58,6 +58,25 @@ The harness re-ran the tests on a clean copy with your patch applied, and that i
 Your fix must work from the patch alone. Keep going."""
 
 
+def tests_after(*, first: int, whole: bool) -> str:
+    """The heading of the tests' result after an edit: the `first` tests that failed at the
+    start ran alone, by id, or, when they did not all fail, the whole suite after them
+    (worker/loop/failing_first.py)."""
+    if not first:
+        return "Tests after this patch:\n"
+    if whole:
+        passing = "the test that failed" if first == 1 else "tests that failed"
+        verb = "passes" if first == 1 else "pass"
+        return (
+            f"Tests after this patch ({passing} at the start {verb} now, so the whole suite ran):\n"
+        )
+    tests = "test that failed" if first == 1 else f"{first} tests that failed"
+    return (
+        f"Tests after this patch (only the {tests} at the start ran, by id; the whole suite "
+        "runs once they pass):\n"
+    )
+
+
 def undone(*, after: float, before: float) -> str:
     """UNDONE with the failing counts (infinity: a run without a report)."""
 

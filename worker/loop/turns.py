@@ -3,6 +3,7 @@ call is asked, and a line of progress for people."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sandbox.testrun import TestRun
@@ -51,10 +52,23 @@ def outcome(observation: Observation, tests: TestRun | None) -> str:
     if not observation.ok:
         return "error: " + (observation.text.splitlines() or [""])[0][:70]
     if tests is not None:
-        return "patched; " + tests.headline()
+        only = f" (only the {len(tests.test_ids)} failing at the start)" if tests.test_ids else ""
+        return "patched; " + tests.headline() + only
     return (observation.text.splitlines() or ["ok"])[0][:70]
 
 
-def failing(tests: TestRun | None) -> float:
+def failing(tests: TestRun | None, among: Sequence[str] = ()) -> float:
     """Failing tests of a run (TestRun.failing); no run yet counts as worst, as no report does."""
-    return float("inf") if tests is None else tests.failing()
+    return float("inf") if tests is None else tests.failing(among)
+
+
+def compared(after: TestRun | None, before: TestRun | None) -> tuple[float, float]:
+    """The failing tests of two runs, counted over the same tests: where one ran only some tests
+    by id (worker/loop/failing_first.py), over those; else as `failing` counts them.
+
+    A whole suite's run and a run of its failing tests by id compare on those tests alone, so
+    that failures elsewhere, which only one of them could see, count for neither."""
+    ids = (after.test_ids if after is not None else ()) or (
+        before.test_ids if before is not None else ()
+    )
+    return failing(after, ids), failing(before, ids)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from itertools import count
 from pathlib import Path
@@ -112,11 +113,12 @@ class SandboxEnvironment:
             timeout = left if timeout is None else min(timeout, left)
         return timeout
 
-    def run_tests(self) -> TestRun:
-        timeout = self._working_timeout()
+    def run_tests(self, test_ids: Sequence[str] = ()) -> TestRun:
+        """The working copy's tests: the whole suite, or the tests `test_ids` name."""
+        timeout, test_cmd = self._working_timeout(), self._context.test_cmd
         if self._context.tests is not None:
-            return self._context.tests.run(test_cmd=self._context.test_cmd, timeout_s=timeout)
-        return run_tests(self._session.box, test_cmd=self._context.test_cmd, timeout_s=timeout)
+            return self._context.tests.run(test_cmd=test_cmd, test_ids=test_ids, timeout_s=timeout)
+        return run_tests(self._session.box, test_cmd=test_cmd, test_ids=test_ids, timeout_s=timeout)
 
     def diff(self) -> str:
         """The model's edits only: files it changed through apply_patch that the policy lets it

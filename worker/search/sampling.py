@@ -21,7 +21,7 @@ from worker.llm.types import CallSettings, ModelReply, Pins, ToolCall, ToolSpec,
 from worker.loop.agent import REPEAT_TEMPERATURE
 from worker.loop.endings import SamplesSpent
 from worker.loop.opening import Messages, Moves
-from worker.loop.turns import LoopResult, StepInfo, Turn, failing
+from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing
 from worker.search import prompts
 from worker.search.second import worth_trying
 from worker.search.suspects import MAX_TEXT, Suspect, render
@@ -98,9 +98,9 @@ class FirstEdits:
 
 @dataclass(frozen=True)
 class _Sample:
-    """One sampled first edit: the tests failing after it, its turn, its calls."""
+    """One sampled first edit: the tests after it, its turn, its calls."""
 
-    failing: float
+    tests: TestRun | None
     turn: Messages
     calls: Sequence[ToolCall]
     undone: bool
@@ -209,21 +209,22 @@ class _Search:
         turn = self.moves.run_calls(self.messages, reply, idle=not second)
         if turn.done is not None:
             return turn.done
-        left = failing(self.moves.last_tests)
+        tests = self.moves.last_tests
         undone = self.moves.undo_edits(reply.tool_calls)
         if undone:
             self.moves.trace.event("sample_undone", step=self.moves.steps, sample=n, second=second)
         turn_messages = self.messages[self.head :]
-        kept = _Sample(
-            left if undone else float("inf"), turn_messages, reply.tool_calls, undone, second
-        )
-        self.samples.append(kept)
+        self.samples.append(_Sample(tests, turn_messages, reply.tool_calls, undone, second))
         return None
 
     def _settle(self) -> None:
         """After samples none of which fixed: the best one made again, or the first shown undone."""
-        best = min(self.samples, key=lambda x: x.failing, default=None)
-        if best is not None and best.failing < failing(self.moves.baseline):
+        # Fewer failing than at the start, on the same tests: a sample whose failing tests ran
+        # alone, by id, and all still failed (worker/loop/failing_first.py) never is.
+        baseline = self.moves.baseline
+        better = [x for x in self.samples if x.undone and _fewer(x.tests, baseline)]
+        best = min(better, key=lambda x: failing(x.tests), default=None)
+        if best is not None:
             self.moves.redo_edits(best.calls)  # the same edit on the same tree: the same result
             tests = self.moves.last_tests
             headline = tests.headline() if tests is not None else ""
@@ -292,6 +293,11 @@ def _next_focus(
         return retries[done], True
     rest = next((i for i in range(len(top), len(suspects)) if fresh(i)), None)
     return rest, False
+
+
+def _fewer(tests: TestRun | None, baseline: TestRun | None) -> bool:
+    now, then = compared(tests, baseline)
+    return now < then
 
 
 def _at_line(call: ToolCall, suspect: Suspect) -> ToolCall:

@@ -1,0 +1,60 @@
+"""After an edit, the tests that failed before it run first, by id: on a suite of minutes, a step
+of seconds. While one of them still fails, that run is the step's outcome; once they pass, the
+whole suite runs (regressions elsewhere show there, and it is the run a fix is judged on). The
+verdict is always the whole suite's, re-run on a clean copy (worker/loop/verify.py).
+
+Running them by id is no gain, or cannot be done, and the whole suite runs at once, for: a test
+command that is not pytest (its ids cannot be selected), a baseline without a report, a suite
+too short for a second pytest start to pay, and failing tests that are much of the suite. A run
+by id that does not account for every id it asked for (pytest could not select one back: a
+parametrised id with odd characters, a test reported where it cannot be selected) is not
+trusted: the whole suite runs, and the run's later edits skip the run by id.
+"""
+
+from __future__ import annotations
+
+from sandbox.testrun import TestRun, is_pytest, validate_test_ids
+
+# Under this, a suite is about as fast as a run of a few of its tests: pytest's start in the
+# sandbox is 0.4-0.5 s (bench/overhead.py: its baseline of one test took 0.44 s), and the fixing
+# edit pays it on top of the whole suite's run.
+MIN_SUITE_S = 2.0
+# Failing tests that are more than this share of the suite run about as long as the suite, and
+# the fixing edit would pay for both.
+MAX_SHARE = 0.5
+# More failing tests than this are mostly one cause (an import that broke a package), and a
+# command line of them grows long.
+MAX_IDS = 200
+
+
+def first_ids(baseline: TestRun | None) -> tuple[str, ...]:
+    """The baseline's failing tests, to run first after an edit; () when the whole suite should
+    run at once (see the module's text)."""
+    summary = baseline.summary if baseline is not None else None
+    if baseline is None or summary is None or not is_pytest(baseline.test_cmd):
+        return ()
+    ids = tuple(dict.fromkeys(summary.failing_ids()))
+    short = baseline.result.duration_s < MIN_SUITE_S
+    if short or not ids or len(ids) > MAX_IDS or len(ids) > MAX_SHARE * summary.total:
+        return ()
+    try:
+        return tuple(validate_test_ids(ids))
+    except ValueError:  # an id that would be read as an option
+        return ()
+
+
+def accounted(run: TestRun) -> bool:
+    """Every test the run asked for by id has an outcome in its report (or its file's
+    collection error does), or the run did not finish: what it says can be trusted."""
+    result = run.result
+    if result.timed_out or result.oom_killed or result.disk_exceeded:
+        return True  # the edit made the failing tests hang: the whole suite would too
+    summary = run.summary
+    return summary is not None and all(summary.outcome_of(t) is not None for t in run.test_ids)
+
+
+def stands(run: TestRun) -> bool:
+    """Whether a trusted run of the failing tests by id is the step's outcome: none of them
+    passed. When some pass, the whole suite runs, so that "fewer tests fail" is always said of
+    the whole suite and a partial fix is never taken for progress it does not make."""
+    return run.summary is None or run.failing() == len(set(run.test_ids))
