@@ -183,10 +183,15 @@ class MemoryEnvironment:
     each test module is executed against the repository's modules, each `test_*` called."""
 
     def __init__(
-        self, files: Mapping[str, str], *, clean_copy_breaks: bool = False, suite_s: float = 0.1
+        self,
+        files: Mapping[str, str],
+        *,
+        clean_copy_breaks: bool = False,
+        suite_s: float = 0.1,
+        by_id_s: float = 0.1,
     ) -> None:
         self.original = dict(files)
-        self.suite_s = suite_s  # what a run of the whole suite reports it took
+        self.suite_s, self.by_id_s = suite_s, by_id_s  # what a run says it took: whole, by id
         self.runs: list[tuple[str, ...]] = []  # each working-copy run's test ids; () the suite
         self.files = dict(files)
         self.clean_copy_breaks = clean_copy_breaks  # the clean re-run sees the original code
@@ -290,7 +295,7 @@ class MemoryEnvironment:
 
     def run_tests(self, test_ids: Sequence[str] = ()) -> TestRun:
         self.runs.append(tuple(test_ids))
-        return run_suite(self.files, test_ids, suite_s=self.suite_s)
+        return run_suite(self.files, test_ids, suite_s=self.suite_s, by_id_s=self.by_id_s)
 
     def diff(self) -> str:
         return "".join(
@@ -425,12 +430,16 @@ def _hunks_applied(text: str, hunks: list[list[str]]) -> tuple[str | None, str]:
 
 
 def run_suite(
-    files: Mapping[str, str], test_ids: Sequence[str] = (), *, suite_s: float = 0.1
+    files: Mapping[str, str],
+    test_ids: Sequence[str] = (),
+    *,
+    suite_s: float = 0.1,
+    by_id_s: float = 0.1,
 ) -> TestRun:
     """The tests as pytest would run them: each `tests/test_*.py` executed against the
     repository's top-level modules, each `test_*` it defines called (or those `test_ids` name,
     as pytest selects them); a module that does not import is a collection error. Outcomes and
-    failures in a stamped JUnit summary; the whole suite takes `suite_s`, a run by id 0.1 s."""
+    failures in a stamped JUnit summary; the whole suite takes `suite_s`, a run by id `by_id_s`."""
     outcomes: dict[str, str] = {}
     failures: list[TestFailure] = []
     files_asked = {t.partition("::")[0] for t in test_ids}
@@ -466,7 +475,8 @@ def run_suite(
         failures=tuple(failures), outcomes=outcomes, properties={TOKEN_PROPERTY: "tok"},
     )  # fmt: skip
     result = CommandResult(
-        command="pytest", exit_code=1 if failures else 0, duration_s=0.1 if test_ids else suite_s,
+        command="pytest", exit_code=1 if failures else 0,
+        duration_s=by_id_s if test_ids else suite_s,
         timed_out=False, oom_killed=False, output="", output_bytes=0, truncated=False,
     )  # fmt: skip
     return TestRun(

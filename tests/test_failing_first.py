@@ -82,6 +82,19 @@ def test_a_short_suite_runs_whole_after_every_edit(tmp_path):
     assert tool_results(model)[0].startswith("patch applied") and "by id" not in str(model.requests)
 
 
+def test_a_run_by_id_as_slow_as_half_the_suite_is_not_tried_again(tmp_path):
+    env = MemoryEnvironment(repo(**OTHERS), suite_s=3.0, by_id_s=2.0)
+    second = edit(WRONG_LINE, "    return 2.0 * sum(v) / (len(v) - 1)")
+    model = ScriptedModel([MISTAKE, second, edit("2.0 * sum(v) / (len(v) - 1)", "sum(v) / len(v)")])
+    assert start(make_agent(model, env, tmp_path), env).fixed
+    # Its outcome stands (the failing test still fails); later edits run the whole suite.
+    assert env.runs == [(), FAILING, (), ()]
+    assert "only the test that failed at the start ran, by id" in tool_results(model)[0]
+    assert (
+        tool_results(model)[1].startswith("patch applied") and "by id" not in tool_results(model)[1]
+    )
+
+
 TWO_BUGS = "def total(v):\n    return sum(v) + 1\n\n\n" + BUGGY
 TWO_TESTS = TESTS.replace("import mean", "import mean, total") + (
     "\n\ndef test_total():\n    assert total([1, 2]) == 3\n"

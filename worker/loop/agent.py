@@ -27,7 +27,7 @@ from worker.llm.types import (
 )
 from worker.loop import prompts
 from worker.loop.endings import BudgetExhausted, GaveUp, Stuck
-from worker.loop.failing_first import accounted, first_ids, stands
+from worker.loop.failing_first import FailingFirst, accounted
 from worker.loop.history import compact, shrink
 from worker.loop.interfaces import Environment, Model
 from worker.loop.opening import Messages, Opening, Plain
@@ -72,7 +72,7 @@ class Agent:
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _specs: list[ToolSpec] = field(default_factory=list)
     _suite_run: TestRun | None = None  # the model's own run_tests of the whole suite, this step
-    _whole_only: bool = False  # the failing tests by id could not be selected: whole runs only
+    _first: FailingFirst = field(default_factory=FailingFirst)  # the tests run first after an edit
     _undone: set[str] = field(default_factory=set)  # edits undone: sent again, they are refused
     _group: dict[str, int] = field(default_factory=dict)  # an opening's sample, for the trace
     _held: list[StepInfo] | None = None  # progress lines an opening says one line for
@@ -97,6 +97,7 @@ class Agent:
             self.env.end_by(self.started_at + self.budgets.max_wall_s)
         self._specs = self.opening.describe(self.env.tool_specs())
         self.baseline = self.last_tests = baseline
+        self._first = FailingFirst(baseline=baseline)
         names = [spec.name for spec in self._specs]
         task = prompts.task_message(
             goal=goal, tests=baseline.render(max_failures=self.shown_failures), listing=listing,
@@ -286,17 +287,16 @@ class Agent:
         return replace(observation, text=text)
 
     def _tests_after_edit(self) -> tuple[TestRun, int]:
-        """The tests that failed at the start, by id (seconds); the whole suite once they do not
-        all fail, or where running them first is no gain (worker/loop/failing_first.py). With
+        """The tests that failed at the start, by id (seconds); the whole suite once one of them
+        passes, or where running them first is no gain (worker/loop/failing_first.py). With
         the run, how many tests ran first."""
-        ids = () if self._whole_only else first_ids(self.baseline)
+        ids = self._first.ids
         if ids:
             first = self.env.run_tests(ids)
-            self._whole_only = not accounted(first)  # ids pytest cannot select: not again
-            if self._whole_only:
-                ids = ()
-            elif stands(first):
+            if self._first.stands(first):
                 return first, len(ids)
+            if not accounted(first):
+                ids = ()  # what it says cannot be trusted: as if it had not run
         if self.verify_ahead:
             self.env.verify_ahead(self.env.diff())
         return self.env.run_tests(), len(ids)

@@ -1,24 +1,30 @@
 """After an edit, the tests that failed before it run first, by id: on a suite of minutes, a step
-of seconds. While one of them still fails, that run is the step's outcome; once they pass, the
+of seconds. While none of them passes, that run is the step's outcome; once one passes, the
 whole suite runs (regressions elsewhere show there, and it is the run a fix is judged on). The
 verdict is always the whole suite's, re-run on a clean copy (worker/loop/verify.py).
 
 Running them by id is no gain, or cannot be done, and the whole suite runs at once, for: a test
 command that is not pytest (its ids cannot be selected), a baseline without a report, a suite
-too short for a second pytest start to pay, and failing tests that are much of the suite. A run
-by id that does not account for every id it asked for (pytest could not select one back: a
-parametrised id with odd characters, a test reported where it cannot be selected) is not
-trusted: the whole suite runs, and the run's later edits skip the run by id.
+too short for a second pytest start to pay, and failing tests that are much of the suite. For
+the rest of a run, after a run by id that did not account for every id it asked for (pytest
+could not select one back: it answers "not found" with an empty report), or that took more
+than MAX_TIME_SHARE of the suite's time (collecting a single large test file is most of it).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from sandbox.testrun import TestRun, is_pytest, validate_test_ids
 
 # Under this, a suite is about as fast as a run of a few of its tests: pytest's start in the
-# sandbox is 0.4-0.5 s (bench/overhead.py: its baseline of one test took 0.44 s), and the fixing
-# edit pays it on top of the whole suite's run.
+# sandbox is 0.4-0.5 s (bench/overhead.py), and the fixing edit pays the run by id on top of the
+# whole suite's. Of 12 public tasks (bench/step_time.py --tasks), the five suites of 0.7-2.2 s
+# ran their failing tests by id in 0.5-2.8 s; those of 4-6 s, in 1.0-2.5 s (one took 4.9 s).
 MIN_SUITE_S = 2.0
+# A run by id that took more than this share of the suite's time saves too little on the edits
+# that do not fix to pay for the edit that does (which runs both).
+MAX_TIME_SHARE = 0.5
 # Failing tests that are more than this share of the suite run about as long as the suite, and
 # the fixing edit would pay for both.
 MAX_SHARE = 0.5
@@ -58,3 +64,31 @@ def stands(run: TestRun) -> bool:
     passed. When some pass, the whole suite runs, so that "fewer tests fail" is always said of
     the whole suite and a partial fix is never taken for progress it does not make."""
     return run.summary is None or run.failing() == len(set(run.test_ids))
+
+
+@dataclass(kw_only=True)
+class FailingFirst:
+    """For one run: the tests to run first after an edit (`ids`; () for the whole suite at
+    once), and whether a run of them is the step's outcome."""
+
+    baseline: TestRun | None = None
+    ids: tuple[str, ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        self.ids = first_ids(self.baseline)
+
+    def stands(self, run: TestRun) -> bool:
+        """`run` of `ids` is the step's outcome: trusted, and none of them passed. A run that
+        shows running them first no gain (ids not selectable, or as slow as much of the suite)
+        turns it off for the rest of the run."""
+        trusted = accounted(run)
+        if not trusted or _slow(run, self.baseline):
+            self.ids = ()
+        return trusted and stands(run)
+
+
+def _slow(run: TestRun, baseline: TestRun | None) -> bool:
+    result = run.result
+    if baseline is None or result.timed_out or result.oom_killed or result.disk_exceeded:
+        return False  # a run the edit made hang says nothing of what running by id costs
+    return result.duration_s > MAX_TIME_SHARE * baseline.result.duration_s
