@@ -247,3 +247,22 @@ def test_worker_fix_runs_the_failing_test_first_and_verifies_on_the_whole_suite(
         "only the test that failed at the start ran"
         in server.requests[1]["messages"][-1]["content"]
     )
+
+
+@pytest.mark.docker
+def test_a_run_that_ends_on_a_run_by_id_reports_it_judged_on_its_own(make_repo, tmp_path: Path):
+    from tests.test_fix_cli import report, run_fix
+
+    repo = make_repo(SLOW_REPO)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": NOT_FIXING})]) as server:
+        proc = run_fix(repo, tmp_path / "out", "--max-steps", "1", base_url=server.base_url)
+        server.assert_all_used()
+    assert proc.returncode == 1, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "not_fixed" and r["tests_after"]["failing"] == [
+        "tests/test_calc.py::test_mean"
+    ]
+    assert "tests/test_calc.py::test_mean" in r["tests_after"]["command"]
+    # Not "tests/test_slow.py::test_slow passed at baseline and is missing now".
+    assert r["verdict"]["of"] == "tests_after"
+    assert r["verdict"]["reasons"] == ["1 failed and 0 errors in the report"]

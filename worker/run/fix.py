@@ -419,7 +419,10 @@ class FixRun:
         judged = agent.last_verification or (agent.last_tests if rerun else None)
         if judged is not None:
             of = "verification" if judged is agent.last_verification else "tests_after"
-            verdict = judge(judged, baseline=baseline, patch=patch)
+            # A run of the failing tests alone, by id (worker/loop/failing_first.py), is judged
+            # on its own: against the baseline, every other test would be "missing".
+            against = None if judged.test_ids else baseline
+            verdict = judge(judged, baseline=against, patch=patch)
             report.verdict = {**verdict.to_dict(), "of": of}
 
     def deliver(self, patch: str) -> None:
