@@ -23,8 +23,9 @@ class Checked:
 
 
 def fixes(tests: TestRun | None, baseline: TestRun | None) -> bool:
-    """The sandbox's own run (whole suite) says fixed, by the same rules as the re-run."""
-    return tests is not None and judge(tests, baseline=baseline).passed
+    """The sandbox's own run (whole suite) says fixed, by the same rules as the re-run; a run of
+    some tests by id never does (worker/loop/failing_first.py)."""
+    return tests is not None and not tests.test_ids and judge(tests, baseline=baseline).passed
 
 
 def clean_check(
