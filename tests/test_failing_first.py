@@ -82,17 +82,20 @@ def test_a_short_suite_runs_whole_after_every_edit(tmp_path):
     assert tool_results(model)[0].startswith("patch applied") and "by id" not in str(model.requests)
 
 
-def test_a_run_by_id_as_slow_as_half_the_suite_is_not_tried_again(tmp_path):
+def test_runs_by_id_as_slow_as_half_the_suite_are_not_tried_again(tmp_path):
     env = MemoryEnvironment(repo(**OTHERS), suite_s=3.0, by_id_s=2.0)
     second = edit(WRONG_LINE, "    return 2.0 * sum(v) / (len(v) - 1)")
-    model = ScriptedModel([MISTAKE, second, edit("2.0 * sum(v) / (len(v) - 1)", "sum(v) / len(v)")])
-    assert start(make_agent(model, env, tmp_path), env).fixed
-    # Its outcome stands (the failing test still fails); later edits run the whole suite.
-    assert env.runs == [(), FAILING, (), ()]
-    assert "only the test that failed at the start ran, by id" in tool_results(model)[0]
-    assert (
-        tool_results(model)[1].startswith("patch applied") and "by id" not in tool_results(model)[1]
+    third = edit("2.0 * sum(v) / (len(v) - 1)", "3.0 * sum(v) / (len(v) - 1)")
+    model = ScriptedModel(
+        [MISTAKE, second, third, edit("3.0 * sum(v) / (len(v) - 1)", "sum(v) / len(v)")]
     )
+    assert start(make_agent(model, env, tmp_path), env).fixed
+    # Two runs by id, their outcomes standing (the failing test still fails), both slow: later
+    # edits run the whole suite.
+    assert env.runs == [(), FAILING, FAILING, (), ()]
+    said = tool_results(model)
+    assert all("only the test that failed at the start ran, by id" in text for text in said[:2])
+    assert said[2].startswith("patch applied") and "by id" not in said[2]
 
 
 TWO_BUGS = "def total(v):\n    return sum(v) + 1\n\n\n" + BUGGY
