@@ -1,0 +1,379 @@
+"""Real repositories: the sandbox against their own CI's venv (docs/evaluation.md).
+
+    python3 bench/corpus.py [REPO ...] [--list bench/corpus.toml] [--work DIR]
+        [--sandbox-only | --reference-only | --report] [--redo-reference]
+
+For each repository of the list (or those named; a name not in the list may be a local path or
+a git URL, with --install and --test), at its pinned commit:
+
+1. the reference: a fresh venv, the project's own install commands, its CI's test command with
+   a JUnit report; cached in WORK/NAME/reference.json, so the sandbox side can run alone
+   (--sandbox-only) and a changed entry runs again;
+2. the sandbox: `worker sandbox run-tests --repo R --json` with no flag, from this checkout, on
+   a fresh clone (nothing the reference built is in it); WORK/NAME/sandbox.json;
+3. the comparison (bench/corpus_compare.py): equal, or the first cause; a markdown table on
+   stdout and in WORK/table.md.
+
+A repository comes from, in order: its `source` (a path or a URL), the fetch mirror
+(MIRROR/owner+name/repo), or https://github.com/owner/name. Installs use PyPI alone (the host's
+pip configuration is left out); uv, poetry and pdm come from a tool venv (WORK/tools).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
+
+from sandbox.junit import parse_junit  # noqa: E402
+
+TOOLS = ("uv", "poetry", "pdm")
+JUNIT_FLAGS = "-o junit_family=xunit1 -p no:cacheprovider"
+TAIL_LINES = 30
+# The host's pip settings (a local wheel folder, extra file indexes) would make the reference a
+# venv no CI has; the sandbox's set-up sees PyPI alone.
+DROPPED_ENV = ("PIP_", "UV_", "POETRY_", "PDM_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """One repository of the list: where it comes from, its commit, how its CI tests it."""
+
+    name: str
+    source: str
+    commit: str
+    install: tuple[str, ...]
+    test: str
+    packaging: str = ""
+    ci: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
+
+    def key(self, python: str) -> str:
+        """What decides the reference's result: a changed entry runs it again."""
+        data = [self.source, self.commit, self.install, self.test, self.env, self.submodules]
+        return hashlib.sha256(json.dumps([*data, python]).encode()).hexdigest()[:16]
+
+
+def resolve(repo: str, mirror: Path) -> str:
+    """A git source for `owner/name`, a path or a URL."""
+    if "://" in repo or repo.startswith(("/", ".", "~")) or Path(repo).is_dir():
+        return str(Path(repo).expanduser().resolve()) if "://" not in repo else repo
+    fetched = mirror / repo.replace("/", "+") / "repo"
+    return str(fetched) if fetched.is_dir() else f"https://github.com/{repo}.git"
+
+
+def load_list(path: Path, mirror: Path) -> list[Entry]:
+    """The entries of the list file."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    entries = []
+    for repo in data.get("repo", []):
+        entries.append(
+            Entry(
+                name=repo["name"],
+                source=resolve(repo.get("source") or repo["github"], mirror),
+                commit=repo["commit"],
+                install=tuple(repo["install"]),
+                test=repo["test"],
+                packaging=repo.get("packaging", ""),
+                ci=repo.get("ci", ""),
+                env=dict(repo.get("env", {})),
+                submodules={p: resolve(s, mirror) for p, s in repo.get("submodules", {}).items()},
+            )
+        )
+    return entries
+
+
+class GitFailed(RuntimeError):
+    """A clone, checkout or submodule update failed: that repository's side is not run."""
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise GitFailed(f"git {' '.join(args)}: {last}")
+    return done.stdout.strip()
+
+
+def checkout(entry: Entry, dest: Path) -> None:
+    """A fresh clone at the pinned commit, with its tags and submodules (as CI checks out)."""
+    shutil.rmtree(dest, ignore_errors=True)
+    git("clone", "-q", "--no-checkout", entry.source, str(dest))
+    git("-c", "advice.detachedHead=false", "checkout", "-q", entry.commit, cwd=dest)
+    for path, url in entry.submodules.items():
+        names = git("config", "-f", ".gitmodules", "--get-regexp", r"\.path$", cwd=dest)
+        name = next(n for n, p in (line.split() for line in names.splitlines()) if p == path)
+        git("config", f"{name[: -len('.path')]}.url", url, cwd=dest)
+        git("-c", "protocol.file.allow=always", "submodule", "update", "--init", "--", path,
+            cwd=dest)  # fmt: skip
+
+
+def tool_bin(work: Path) -> Path:
+    """A folder holding uv, poetry and pdm alone (their venv's python and pip stay out of PATH),
+    installed on first use."""
+    venv, links = work / "tools", work / "tools-bin"
+    if not all((links / t).exists() for t in TOOLS):
+        if not all((venv / "bin" / t).exists() for t in TOOLS):
+            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run([venv / "bin" / "pip", "install", "-q", *TOOLS], check=True,
+                           env=plain_env())  # fmt: skip
+        links.mkdir(parents=True, exist_ok=True)
+        for t in TOOLS:
+            (links / t).unlink(missing_ok=True)
+            (links / t).symlink_to(venv / "bin" / t)
+    return links
+
+
+def plain_env() -> dict[str, str]:
+    """The environment without the host's pip, uv, poetry, pdm and Python settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(DROPPED_ENV)}
+    return env | {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def shell(command: str, *, cwd: Path, env: dict[str, str], log: Any, timeout_s: float) -> int:
+    """Run `command` with bash, its output appended to `log`; the exit code (124: timed out)."""
+    log.write(f"\n$ {command}\n")
+    log.flush()
+    try:
+        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=log,
+                              stderr=subprocess.STDOUT, timeout=timeout_s)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        log.write(f"\n[timed out after {timeout_s:.0f}s]\n")
+        return 124
+    return done.returncode
+
+
+def tail(path: Path, lines: int = 3) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    return " / ".join(line.strip() for line in text[-lines:])
+
+
+def run_reference(entry: Entry, work: Path, *, python: str, timeout_s: float) -> dict[str, Any]:
+    """The CI's venv made with the interpreter `python`: install, test with a JUnit report; the
+    result as reference.json holds it."""
+    where = work / entry.name
+    clone, venv, log_path = where / "ref", where / "venv", where / "reference.log"
+    junit = where / "reference-junit.xml"
+    result: dict[str, Any] = {"name": entry.name, "commit": entry.commit, "counts": None}
+    try:
+        checkout(entry, clone)
+    except GitFailed as exc:
+        return result | {"problem": f"checkout failed: {exc}"}
+    shutil.rmtree(venv, ignore_errors=True)
+    junit.unlink(missing_ok=True)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    env = plain_env() | {
+        "VIRTUAL_ENV": str(venv),
+        "PATH": f"{venv / 'bin'}:{tool_bin(work)}:{os.environ['PATH']}",
+        "UV_PROJECT_ENVIRONMENT": str(venv),
+        "UV_PYTHON": str(venv / "bin" / "python"),
+    }
+    started = time.monotonic()
+    with log_path.open("w", encoding="utf-8") as log:
+        steps = ["python -m pip install -q -U pip", *entry.install]
+        for step in steps:
+            if shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s) != 0:
+                result["problem"] = f"install failed: `{step}`: {tail(log_path, 1)}"
+                return result
+        result["install_s"] = round(time.monotonic() - started, 1)
+        command = f"{entry.test} --junitxml={junit} {JUNIT_FLAGS}"
+        started = time.monotonic()
+        code = shell(command, cwd=clone, env=env | entry.env, log=log, timeout_s=timeout_s)
+        freeze = subprocess.run([venv / "bin" / "python", "-m", "pip", "freeze"],
+                                capture_output=True, text=True, env=env)  # fmt: skip
+    result |= {"test_s": round(time.monotonic() - started, 1), "exit_code": code}
+    result["packages"] = freeze.stdout.split()
+    if not junit.is_file():
+        result["problem"] = f"no JUnit report (exit {code}): {tail(log_path)}"
+        return result
+    summary = parse_junit(junit.read_bytes())
+    result |= {
+        "counts": {"passed": summary.passed, "failed": summary.failed,
+                   "errors": summary.errors, "skipped": summary.skipped},
+        "failing": summary.failing_ids(),
+        "outcomes": dict(summary.outcomes),
+    }  # fmt: skip
+    return result
+
+
+def run_sandbox(entry: Entry, work: Path, *, timeout_s: float) -> dict[str, Any]:
+    """`worker sandbox run-tests --repo R --json`, no flag, this checkout's code, a fresh clone."""
+    where = work / entry.name
+    clone = where / "box"
+    result: dict[str, Any] = {
+        "name": entry.name,
+        "commit": entry.commit,
+        "worker": worker_commit(),
+        "date": datetime.date.today().isoformat(),
+        "duration_s": None,
+        "summary": None,
+    }
+    try:
+        checkout(entry, clone)
+    except GitFailed as exc:
+        return result | {"exit_code": None, "error": f"checkout failed: {exc}"}
+    command = [sys.executable, "-m", "worker.cli", "sandbox", "run-tests", "--repo", str(clone)]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            [*command, "--json"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+        stdout, stderr, code = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired as exc:
+        said = exc.stderr if isinstance(exc.stderr, str) else (exc.stderr or b"").decode()
+        stdout, stderr, code = "", f"{said}\nbench: timed out after {timeout_s:.0f}s", 124
+    result["duration_s"] = round(time.monotonic() - started, 1)
+    (where / "sandbox.log").write_text(stderr + "\n" + stdout, encoding="utf-8")
+    if "{" in stdout:
+        try:
+            result["summary"] = json.loads(stdout[stdout.index("{") :])
+        except ValueError:
+            pass
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    error = ([ln for ln in lines if ln.startswith(("worker:", "bench:"))] or lines or [""])[-1]
+    return result | {
+        "exit_code": code,
+        "error": error.removeprefix("worker: error: "),
+        "setup": [ln for ln in lines if "set-up" in ln][:6],
+        "environment": [ln for ln in lines if ln.startswith("environment:")][:3],
+    }
+
+
+def worker_commit() -> str:
+    head = git("rev-parse", "--short", "HEAD", cwd=ROOT)
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+    return head + ("+changes" if dirty else "")
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def row(entry: Entry, work: Path) -> Row:
+    """The table's line for `entry`, from what is on disk."""
+    ref_data = read_json(work / entry.name / "reference.json")
+    box_data = read_json(work / entry.name / "sandbox.json")
+    reference = Side.from_reference(ref_data) if ref_data else Side(problem="not run")
+    if box_data is None:
+        sandbox, seconds = Side(problem="not run"), None
+    else:
+        sandbox = Side.from_sandbox(box_data["summary"], error=box_data["error"])
+        seconds = box_data["duration_s"]
+    result = compare(reference, sandbox) if box_data else Comparison(equal=False, cause="not run")
+    return Row(name=entry.name, packaging=entry.packaging, reference=reference,
+               sandbox=sandbox, comparison=result, sandbox_s=seconds)  # fmt: skip
+
+
+def selected(args: argparse.Namespace, entries: list[Entry]) -> list[Entry]:
+    """The entries named (all when none), and ad hoc repositories given as a path or a URL."""
+    if not args.repos:
+        return entries
+    by_name = {e.name: e for e in entries}
+    chosen = []
+    for repo in args.repos:
+        if repo in by_name:
+            chosen.append(by_name[repo])
+            continue
+        if not (args.install and args.test):
+            raise SystemExit(f"{repo}: not in {args.list}; a path or URL needs --install, --test")
+        source = resolve(repo, args.mirror)
+        chosen.append(Entry(
+            name=Path(repo.rstrip("/")).name.removesuffix(".git"), source=source,
+            commit=args.commit or git("ls-remote", source, "HEAD").split()[0],
+            install=tuple(args.install), test=args.test, packaging="(ad hoc)",
+        ))  # fmt: skip
+    return chosen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("repos", nargs="*", help="names from the list, or paths / git URLs")
+    parser.add_argument("--list", type=Path, default=HERE / "corpus.toml")
+    parser.add_argument("--work", type=Path, default=Path("/work/corpus-data/runs"))
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--python", default="python3.11", help="the reference venv's Python")
+    parser.add_argument("--timeout", type=float, default=1200.0, help="seconds a step may take")
+    side = parser.add_mutually_exclusive_group()
+    side.add_argument("--sandbox-only", action="store_true", help="reuse the cached references")
+    side.add_argument("--reference-only", action="store_true")
+    side.add_argument("--report", action="store_true", help="print the table from the caches")
+    parser.add_argument("--redo-reference", action="store_true", help="even when cached")
+    parser.add_argument("--install", action="append", help="an ad hoc repository's install")
+    parser.add_argument("--test", help="an ad hoc repository's test command")
+    parser.add_argument("--commit", help="an ad hoc repository's commit (default: HEAD)")
+    args = parser.parse_args()
+    args.mirror = args.mirror.resolve()
+    work = args.work.resolve()
+    entries = selected(args, load_list(args.list, args.mirror))
+    python = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
+                            capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    for entry in entries if not args.report else []:
+        path = work / entry.name / "reference.json"
+        cached = read_json(path)
+        if not args.sandbox_only and (
+            args.redo_reference or not cached or cached.get("key") != entry.key(python)
+        ):
+            print(f"{entry.name}: reference (Python {python})", file=sys.stderr, flush=True)
+            result = run_reference(entry, work, python=args.python, timeout_s=args.timeout)
+            result |= {
+                "key": entry.key(python),
+                "python": python,
+                "install": entry.install,
+                "test": entry.test,
+                "date": datetime.date.today().isoformat(),
+            }
+            write_json(path, result)
+            print(f"  {Side.from_reference(result).describe()}"
+                  f"{'; ' + result['problem'] if result.get('problem') else ''}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        if not args.reference_only:
+            print(f"{entry.name}: sandbox", file=sys.stderr, flush=True)
+            result = run_sandbox(entry, work, timeout_s=args.timeout)
+            write_json(work / entry.name / "sandbox.json", result)
+            shown = Side.from_sandbox(result["summary"], error=result["error"])
+            print(f"  {shown.describe()} in {result['duration_s']:.0f}s"
+                  f"{'; ' + shown.problem if shown.problem else ''}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    text = table([row(e, work) for e in entries])
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "table.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
