@@ -26,6 +26,7 @@ import datetime
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -48,8 +49,11 @@ from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
 from sandbox.junit import parse_junit  # noqa: E402
 
 TOOLS = ("uv", "poetry", "pdm")
+# pdm 2.29.4 with hishel 2.0 fails on import; pdm[locked] pins what it was released with.
+TOOL_REQUIREMENTS = ("uv", "poetry", "pdm[locked]")
 JUNIT_FLAGS = "-o junit_family=xunit1 -p no:cacheprovider"
-TAIL_LINES = 30
+# A CI runner's PATH has the system's folders and the venv's, not this machine's pyenv shims.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The host's pip settings (a local wheel folder, extra file indexes) would make the reference a
 # venv no CI has; the sandbox's set-up sees PyPI alone.
 DROPPED_ENV = ("PIP_", "UV_", "POETRY_", "PDM_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
@@ -69,10 +73,10 @@ class Entry:
     env: dict[str, str] = field(default_factory=dict)
     submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
 
-    def key(self, python: str) -> str:
+    def key(self, python: str, user: str) -> str:
         """What decides the reference's result: a changed entry runs it again."""
         data = [self.source, self.commit, self.install, self.test, self.env, self.submodules]
-        return hashlib.sha256(json.dumps([*data, python]).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps([*data, python, user]).encode()).hexdigest()[:16]
 
 
 def resolve(repo: str, mirror: Path) -> str:
@@ -129,14 +133,14 @@ def checkout(entry: Entry, dest: Path) -> None:
             cwd=dest)  # fmt: skip
 
 
-def tool_bin(work: Path) -> Path:
+def tool_bin(work: Path, python: str) -> Path:
     """A folder holding uv, poetry and pdm alone (their venv's python and pip stay out of PATH),
-    installed on first use."""
+    installed on first use with `python` (one the reference's user may run)."""
     venv, links = work / "tools", work / "tools-bin"
     if not all((links / t).exists() for t in TOOLS):
         if not all((venv / "bin" / t).exists() for t in TOOLS):
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-            subprocess.run([venv / "bin" / "pip", "install", "-q", *TOOLS], check=True,
+            subprocess.run([python, "-m", "venv", str(venv)], check=True)
+            subprocess.run([venv / "bin" / "pip", "install", "-q", *TOOL_REQUIREMENTS], check=True,
                            env=plain_env())  # fmt: skip
         links.mkdir(parents=True, exist_ok=True)
         for t in TOOLS:
@@ -151,12 +155,25 @@ def plain_env() -> dict[str, str]:
     return env | {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
-def shell(command: str, *, cwd: Path, env: dict[str, str], log: Any, timeout_s: float) -> int:
-    """Run `command` with bash, its output appended to `log`; the exit code (124: timed out)."""
+def as_user(user: str) -> list[str]:
+    """The prefix that runs a command as `user` when this script runs as root, else none: CI
+    runs its tests as a user, and a test that expects a read-only file to refuse it passes for
+    any user but root."""
+    if not user or os.geteuid() != 0:
+        return []
+    entry = pwd.getpwnam(user)
+    return ["setpriv", f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups"]
+
+
+def shell(
+    command: str, *, cwd: Path, env: dict[str, str], log: Any, timeout_s: float, user: list[str]
+) -> int:
+    """Run `command` with bash (as `user`, a prefix from `as_user`), its output appended to
+    `log`; the exit code (124: timed out)."""
     log.write(f"\n$ {command}\n")
     log.flush()
     try:
-        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, stdout=log,
+        done = subprocess.run([*user, "bash", "-c", command], cwd=cwd, env=env, stdout=log,
                               stderr=subprocess.STDOUT, timeout=timeout_s)  # fmt: skip
     except subprocess.TimeoutExpired:
         log.write(f"\n[timed out after {timeout_s:.0f}s]\n")
@@ -169,9 +186,11 @@ def tail(path: Path, lines: int = 3) -> str:
     return " / ".join(line.strip() for line in text[-lines:])
 
 
-def run_reference(entry: Entry, work: Path, *, python: str, timeout_s: float) -> dict[str, Any]:
-    """The CI's venv made with the interpreter `python`: install, test with a JUnit report; the
-    result as reference.json holds it."""
+def run_reference(
+    entry: Entry, work: Path, *, python: str, user: str, timeout_s: float
+) -> dict[str, Any]:
+    """The CI's venv made with the interpreter `python`: install, test with a JUnit report, as
+    `user` (when run as root); the result as reference.json holds it."""
     where = work / entry.name
     clone, venv, log_path = where / "ref", where / "venv", where / "reference.log"
     junit = where / "reference-junit.xml"
@@ -182,10 +201,15 @@ def run_reference(entry: Entry, work: Path, *, python: str, timeout_s: float) ->
         return result | {"problem": f"checkout failed: {exc}"}
     shutil.rmtree(venv, ignore_errors=True)
     junit.unlink(missing_ok=True)
-    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    prefix = as_user(user)
+    if prefix:
+        (where / "home").mkdir(exist_ok=True)
+        subprocess.run(["chown", "-R", f"{user}:", str(where)], check=True)
+    subprocess.run([*prefix, python, "-m", "venv", str(venv)], check=True)
     env = plain_env() | {
+        "HOME": str(where / "home") if prefix else os.environ.get("HOME", "/"),
         "VIRTUAL_ENV": str(venv),
-        "PATH": f"{venv / 'bin'}:{tool_bin(work)}:{os.environ['PATH']}",
+        "PATH": f"{venv / 'bin'}:{tool_bin(work, python)}:{SYSTEM_PATH}",
         "UV_PROJECT_ENVIRONMENT": str(venv),
         "UV_PYTHON": str(venv / "bin" / "python"),
     }
@@ -193,13 +217,14 @@ def run_reference(entry: Entry, work: Path, *, python: str, timeout_s: float) ->
     with log_path.open("w", encoding="utf-8") as log:
         steps = ["python -m pip install -q -U pip", *entry.install]
         for step in steps:
-            if shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s) != 0:
+            if shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=prefix):
                 result["problem"] = f"install failed: `{step}`: {tail(log_path, 1)}"
                 return result
         result["install_s"] = round(time.monotonic() - started, 1)
         command = f"{entry.test} --junitxml={junit} {JUNIT_FLAGS}"
         started = time.monotonic()
-        code = shell(command, cwd=clone, env=env | entry.env, log=log, timeout_s=timeout_s)
+        code = shell(command, cwd=clone, env=env | entry.env, log=log, timeout_s=timeout_s,
+                     user=prefix)  # fmt: skip
         freeze = subprocess.run([venv / "bin" / "python", "-m", "pip", "freeze"],
                                 capture_output=True, text=True, env=env)  # fmt: skip
     result |= {"test_s": round(time.monotonic() - started, 1), "exit_code": code}
@@ -319,13 +344,49 @@ def selected(args: argparse.Namespace, entries: list[Entry]) -> list[Entry]:
     return chosen
 
 
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python: str) -> None:
+    """Run the reference and cache it, keyed by what decides it."""
+    say(f"{entry.name}: reference (Python {python}, user {args.user or 'root'})")
+    result = run_reference(entry, work, python=args.python, user=args.user, timeout_s=args.timeout)
+    result |= {
+        "key": entry.key(python, args.user),
+        "python": python,
+        "user": args.user,
+        "install": entry.install,
+        "test": entry.test,
+        "date": datetime.date.today().isoformat(),
+    }
+    write_json(work / entry.name / "reference.json", result)
+    problem = f"; {result['problem']}" if result.get("problem") else ""
+    say(f"  {Side.from_reference(result).describe()}{problem}")
+
+
+def sandbox_side(entry: Entry, work: Path, *, timeout_s: float) -> None:
+    """Run the sandbox side and keep its result."""
+    say(f"{entry.name}: sandbox")
+    result = run_sandbox(entry, work, timeout_s=timeout_s)
+    write_json(work / entry.name / "sandbox.json", result)
+    shown = Side.from_sandbox(result["summary"], error=result["error"])
+    problem = f"; {shown.problem}" if shown.problem else ""
+    say(f"  {shown.describe()} in {result['duration_s'] or 0:.0f}s{problem}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("repos", nargs="*", help="names from the list, or paths / git URLs")
     parser.add_argument("--list", type=Path, default=HERE / "corpus.toml")
     parser.add_argument("--work", type=Path, default=Path("/work/corpus-data/runs"))
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--python", default="python3.11", help="the reference venv's Python")
+    parser.add_argument(
+        "--python", default="/usr/bin/python3.11", help="the reference venv's Python (the image's)"
+    )
+    parser.add_argument(
+        "--user", default="nobody", help="who runs the reference when this runs as root ('': root)"
+    )
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds a step may take")
     side = parser.add_mutually_exclusive_group()
     side.add_argument("--sandbox-only", action="store_true", help="reuse the cached references")
@@ -342,32 +403,12 @@ def main() -> int:
     python = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     for entry in entries if not args.report else []:
-        path = work / entry.name / "reference.json"
-        cached = read_json(path)
-        if not args.sandbox_only and (
-            args.redo_reference or not cached or cached.get("key") != entry.key(python)
-        ):
-            print(f"{entry.name}: reference (Python {python})", file=sys.stderr, flush=True)
-            result = run_reference(entry, work, python=args.python, timeout_s=args.timeout)
-            result |= {
-                "key": entry.key(python),
-                "python": python,
-                "install": entry.install,
-                "test": entry.test,
-                "date": datetime.date.today().isoformat(),
-            }
-            write_json(path, result)
-            print(f"  {Side.from_reference(result).describe()}"
-                  f"{'; ' + result['problem'] if result.get('problem') else ''}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+        cached = read_json(work / entry.name / "reference.json")
+        key = entry.key(python, args.user)
+        if not args.sandbox_only and (args.redo_reference or (cached or {}).get("key") != key):
+            reference_side(entry, work, args=args, python=python)
         if not args.reference_only:
-            print(f"{entry.name}: sandbox", file=sys.stderr, flush=True)
-            result = run_sandbox(entry, work, timeout_s=args.timeout)
-            write_json(work / entry.name / "sandbox.json", result)
-            shown = Side.from_sandbox(result["summary"], error=result["error"])
-            print(f"  {shown.describe()} in {result['duration_s']:.0f}s"
-                  f"{'; ' + shown.problem if shown.problem else ''}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            sandbox_side(entry, work, timeout_s=args.timeout)
     text = table([row(e, work) for e in entries])
     work.mkdir(parents=True, exist_ok=True)
     (work / "table.md").write_text(text + "\n", encoding="utf-8")
