@@ -1,7 +1,7 @@
 """Real repositories: the sandbox against their own CI's venv (docs/evaluation.md).
 
     python3 bench/corpus.py [REPO ...] [--list bench/corpus.toml] [--work DIR]
-        [--sandbox-only | --reference-only | --report] [--redo-reference]
+        [--sandbox-only | --reference-only | --report] [--redo-reference] [--with-workarounds]
 
 For each repository of the list (or those named; a name not in the list may be a local path or
 a git URL, with --install and --test), at its pinned commit:
@@ -13,6 +13,10 @@ a git URL, with --install and --test), at its pinned commit:
    a fresh clone (nothing the reference built is in it); WORK/NAME/sandbox.json;
 3. the comparison (bench/corpus_compare.py): equal, or the first cause; a markdown table on
    stdout and in WORK/table.md.
+
+--with-workarounds runs the sandbox side of the entries that name a `workaround` (run-tests
+flags for a documented limit) with those flags: WORK/NAME/sandbox-workaround.json and
+WORK/table-workarounds.md.
 
 A repository comes from, in order: its `source` (a path or a URL), the fetch mirror
 (MIRROR/owner+name/repo), or https://github.com/owner/name. Installs use PyPI alone (the host's
@@ -72,6 +76,7 @@ class Entry:
     ci: str = ""
     env: dict[str, str] = field(default_factory=dict)
     submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
+    workaround: tuple[str, ...] = ()  # run-tests flags that make a known difference go away
 
     def key(self, python: str, user: str) -> str:
         """What decides the reference's result: a changed entry runs it again."""
@@ -103,6 +108,7 @@ def load_list(path: Path, mirror: Path) -> list[Entry]:
                 ci=repo.get("ci", ""),
                 env=dict(repo.get("env", {})),
                 submodules={p: resolve(s, mirror) for p, s in repo.get("submodules", {}).items()},
+                workaround=tuple(repo.get("workaround", ())),
             )
         )
     return entries
@@ -242,8 +248,11 @@ def run_reference(
     return result
 
 
-def run_sandbox(entry: Entry, work: Path, *, timeout_s: float) -> dict[str, Any]:
-    """`worker sandbox run-tests --repo R --json`, no flag, this checkout's code, a fresh clone."""
+def run_sandbox(
+    entry: Entry, work: Path, *, flags: tuple[str, ...], timeout_s: float
+) -> dict[str, Any]:
+    """`worker sandbox run-tests --repo R --json` with `flags` (none: the measurement; else the
+    entry's workaround), this checkout's code, on a fresh clone."""
     where = work / entry.name
     clone = where / "box"
     result: dict[str, Any] = {
@@ -253,6 +262,7 @@ def run_sandbox(entry: Entry, work: Path, *, timeout_s: float) -> dict[str, Any]
         "date": datetime.date.today().isoformat(),
         "duration_s": None,
         "summary": None,
+        "flags": list(flags),
     }
     try:
         checkout(entry, clone)
@@ -262,7 +272,7 @@ def run_sandbox(entry: Entry, work: Path, *, timeout_s: float) -> dict[str, Any]
     started = time.monotonic()
     try:
         done = subprocess.run(
-            [*command, "--json"],
+            [*command, *flags, "--json"],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             capture_output=True,
@@ -308,10 +318,15 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
-def row(entry: Entry, work: Path) -> Row:
+def sandbox_file(entry: Entry, work: Path, *, workaround: bool) -> Path:
+    """Where the sandbox side is kept: with no flag, or with the entry's workaround."""
+    return work / entry.name / ("sandbox-workaround.json" if workaround else "sandbox.json")
+
+
+def row(entry: Entry, work: Path, *, workaround: bool) -> Row:
     """The table's line for `entry`, from what is on disk."""
     ref_data = read_json(work / entry.name / "reference.json")
-    box_data = read_json(work / entry.name / "sandbox.json")
+    box_data = read_json(sandbox_file(entry, work, workaround=workaround))
     reference = Side.from_reference(ref_data) if ref_data else Side(problem="not run")
     if box_data is None:
         sandbox, seconds = Side(problem="not run"), None
@@ -365,11 +380,12 @@ def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python
     say(f"  {Side.from_reference(result).describe()}{problem}")
 
 
-def sandbox_side(entry: Entry, work: Path, *, timeout_s: float) -> None:
+def sandbox_side(entry: Entry, work: Path, *, workaround: bool, timeout_s: float) -> None:
     """Run the sandbox side and keep its result."""
-    say(f"{entry.name}: sandbox")
-    result = run_sandbox(entry, work, timeout_s=timeout_s)
-    write_json(work / entry.name / "sandbox.json", result)
+    flags = entry.workaround if workaround else ()
+    say(f"{entry.name}: sandbox{' ' + ' '.join(flags) if flags else ''}")
+    result = run_sandbox(entry, work, flags=flags, timeout_s=timeout_s)
+    write_json(sandbox_file(entry, work, workaround=workaround), result)
     shown = Side.from_sandbox(result["summary"], error=result["error"])
     problem = f"; {shown.problem}" if shown.problem else ""
     say(f"  {shown.describe()} in {result['duration_s'] or 0:.0f}s{problem}")
@@ -393,6 +409,11 @@ def main() -> int:
     side.add_argument("--reference-only", action="store_true")
     side.add_argument("--report", action="store_true", help="print the table from the caches")
     parser.add_argument("--redo-reference", action="store_true", help="even when cached")
+    parser.add_argument(
+        "--with-workarounds",
+        action="store_true",
+        help="the sandbox side with each entry's workaround flags (only entries that have one)",
+    )
     parser.add_argument("--install", action="append", help="an ad hoc repository's install")
     parser.add_argument("--test", help="an ad hoc repository's test command")
     parser.add_argument("--commit", help="an ad hoc repository's commit (default: HEAD)")
@@ -400,6 +421,8 @@ def main() -> int:
     args.mirror = args.mirror.resolve()
     work = args.work.resolve()
     entries = selected(args, load_list(args.list, args.mirror))
+    if args.with_workarounds:
+        entries = [e for e in entries if e.workaround]
     python = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     for entry in entries if not args.report else []:
@@ -408,10 +431,11 @@ def main() -> int:
         if not args.sandbox_only and (args.redo_reference or (cached or {}).get("key") != key):
             reference_side(entry, work, args=args, python=python)
         if not args.reference_only:
-            sandbox_side(entry, work, timeout_s=args.timeout)
-    text = table([row(e, work) for e in entries])
+            sandbox_side(entry, work, workaround=args.with_workarounds, timeout_s=args.timeout)
+    text = table([row(e, work, workaround=args.with_workarounds) for e in entries])
     work.mkdir(parents=True, exist_ok=True)
-    (work / "table.md").write_text(text + "\n", encoding="utf-8")
+    name = "table-workarounds.md" if args.with_workarounds else "table.md"
+    (work / name).write_text(text + "\n", encoding="utf-8")
     print(text)
     return 0
 
