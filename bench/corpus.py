@@ -32,6 +32,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -178,13 +179,16 @@ def shell(
     `log`; the exit code (124: timed out)."""
     log.write(f"\n$ {command}\n")
     log.flush()
-    try:
-        done = subprocess.run([*user, "bash", "-c", command], cwd=cwd, env=env, stdout=log,
-                              stderr=subprocess.STDOUT, timeout=timeout_s)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        log.write(f"\n[timed out after {timeout_s:.0f}s]\n")
-        return 124
-    return done.returncode
+    # A session of its own, so that a timeout ends what the tests started too (xdist workers).
+    with subprocess.Popen([*user, "bash", "-c", command], cwd=cwd, env=env, stdout=log,
+                          stderr=subprocess.STDOUT, start_new_session=True) as proc:  # fmt: skip
+        try:
+            return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            log.write(f"\n[timed out after {timeout_s:.0f}s]\n")
+            return 124
 
 
 def tail(path: Path, lines: int = 3) -> str:
@@ -270,19 +274,21 @@ def run_sandbox(
         return result | {"exit_code": None, "error": f"checkout failed: {exc}"}
     command = [sys.executable, "-m", "worker.cli", "sandbox", "run-tests", "--repo", str(clone)]
     started = time.monotonic()
-    try:
-        done = subprocess.run(
-            [*command, *flags, "--json"],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-        stdout, stderr, code = done.stdout, done.stderr, done.returncode
-    except subprocess.TimeoutExpired as exc:
-        said = exc.stderr if isinstance(exc.stderr, str) else (exc.stderr or b"").decode()
-        stdout, stderr, code = "", f"{said}\nbench: timed out after {timeout_s:.0f}s", 124
+    with subprocess.Popen(
+        [*command, *flags, "--json"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            proc.terminate()  # worker ends on SIGTERM and removes its containers first
+            stdout, stderr = proc.communicate()
+            stderr, code = f"{stderr}\nbench: timed out after {timeout_s:.0f}s", 124
     result["duration_s"] = round(time.monotonic() - started, 1)
     (where / "sandbox.log").write_text(stderr + "\n" + stdout, encoding="utf-8")
     if "{" in stdout:
