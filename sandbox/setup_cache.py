@@ -81,6 +81,10 @@ RECIPE = "2"  # 2: files set-up writes into the tree kept; versions from git; a 
 #: them; a fresh environment, which is what a project's CI has, gets what its requirements ask
 #: for at the newest, as pip resolves it with nothing installed.
 FRESH_ENV = {"PIP_IGNORE_INSTALLED": "1"}
+#: Temporary files on the set-up container's disk, not in its 256 MB /tmp: pip keeps every wheel
+#: its resolver tries there (filelock's test extras: 78 virtualenv wheels of 5.5 MB, "No space
+#: left on device", bench/corpus.py). pip removes them when it ends, before the commit.
+SETUP_TMP = {"TMPDIR": "/var/tmp"}
 _NAME = re.compile(ENV_NAME)
 _URL_SECRET = re.compile(r"://[^/@\s]+@")
 
@@ -252,7 +256,7 @@ def prepare_setup_image(
             stack.enter_context(box)
             if target is not None and target != "bridge":
                 attach(client, box.container_id, target)
-            env = {**plan.command_env(fence.url if fence else None), **FRESH_ENV}
+            env = {**plan.command_env(fence.url if fence else None), **FRESH_ENV, **SETUP_TMP}
             env |= version.env() if version else {}
             ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
             secrets = _secrets(spec, env_source)
