@@ -8,9 +8,11 @@ never to the model's patch: they are copied into the committed set-up image (`IM
 image alone is enough), kept on the host beside the worker's other caches, and laid over each new
 working copy before its snapshot is taken: the copy's diff, and so `fix.patch`, never holds them.
 
-Only regular files, new or changed by set-up, outside tooling folders (`__pycache__`,
-`*.egg-info`, a top-level `build/` or `dist/`...), and at most `MAX_FILES` files and `MAX_BYTES`
-in all: more is said in a note, not kept.
+Only regular files set-up added, outside tooling folders (`__pycache__`, `*.egg-info`, a
+top-level `build/` or `dist/`...), and at most `MAX_FILES` files and `MAX_BYTES` in all: more is
+said in a note, not kept. A file of the tree that set-up rewrote is not kept: the repository's
+build code is hostile input, and what it does to the project's own files (its tests, say) must
+not reach every copy, the clean one that decides the verdict included.
 """
 
 from __future__ import annotations
@@ -87,16 +89,16 @@ def manifest(root: Path) -> Manifest:
 
 
 def added_files(before: Manifest, after: Manifest) -> TreeFiles:
-    """The files of `after` that are new or changed since `before`, within the caps.
+    """The files of `after` that are not in `before`, within the caps.
 
-    >>> added_files({"a.py": (1, 1)}, {"a.py": (1, 1), "pkg/_version.py": (20, 5)}).files
+    >>> added_files({"a.py": (1, 1)}, {"a.py": (9, 9), "pkg/_version.py": (20, 5)}).files
     ('pkg/_version.py',)
     """
     kept: list[str] = []
     left_out: list[str] = []
     total = 0
     for rel in sorted(after):
-        if before.get(rel) == after[rel]:
+        if rel in before:
             continue
         size = after[rel][0]
         if len(kept) >= MAX_FILES or total + size > MAX_BYTES or rel.endswith(".pyc"):
