@@ -19,7 +19,7 @@ from pathlib import Path
 # Run as a script, this file's folder comes first on sys.path: drop it (as bench/sandbox.py does).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from sandbox.image import DEFAULT_IMAGE  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE  # noqa: E402
 from worker.llm.scripted_server import ScriptedServer  # noqa: E402
 
 # Order-dependent: fails in the whole suite, passes when re-run alone (deterministic flakiness).

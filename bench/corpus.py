@@ -51,7 +51,7 @@ sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").re
 
 from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
 
-from sandbox.junit import parse_junit  # noqa: E402
+from sandbox.testrun.junit import parse_junit  # noqa: E402
 
 TOOLS = ("uv", "poetry", "pdm")
 # pdm 2.29.4 with hishel 2.0 fails on import; pdm[locked] pins what it was released with.

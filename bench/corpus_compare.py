@@ -50,7 +50,7 @@ class Side:
 
     @classmethod
     def from_sandbox(cls, summary: Mapping[str, Any] | None, *, error: str = "") -> Side:
-        """`run-tests --json`'s summary (sandbox/testrun.py `TestRun.to_dict`); None when the
+        """`run-tests --json`'s summary (sandbox/testrun/run.py `TestRun.to_dict`); None when the
         command printed none, with `error` the line it ended on."""
         if summary is None:
             return cls(problem=error or "no JSON summary")

@@ -27,12 +27,12 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(ROOT))
 
 from policies.limits import Limits  # noqa: E402
-from sandbox.capture import inflate  # noqa: E402
-from sandbox.client import connect  # noqa: E402
-from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
-from sandbox.junit import parse_junit  # noqa: E402
+from sandbox.container.capture import inflate  # noqa: E402
+from sandbox.container.client import connect  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from sandbox.session import BoxSpec, open_session  # noqa: E402
-from sandbox.testrun import run_tests  # noqa: E402
+from sandbox.testrun.junit import parse_junit  # noqa: E402
+from sandbox.testrun.run import run_tests  # noqa: E402
 from tests.test_large_suite import FAST_CONFTEST  # noqa: E402
 
 LIMITS = Limits(command_timeout_s=1200, total_timeout_s=3600)

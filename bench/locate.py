@@ -28,11 +28,11 @@ sys.path.insert(0, str(ROOT))
 
 from policies.limits import Limits  # noqa: E402
 from policies.paths import PathPolicy  # noqa: E402
-from sandbox.client import connect  # noqa: E402
-from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
-from sandbox.lines_run import LineCounts, count_lines  # noqa: E402
+from sandbox.container.client import connect  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
+from sandbox.ecosystems.python.lines_run import LineCounts, count_lines  # noqa: E402
 from sandbox.session import BoxSpec, open_session  # noqa: E402
-from sandbox.testrun import run_tests  # noqa: E402
+from sandbox.testrun.run import run_tests  # noqa: E402
 from worker.search.suspects import rank  # noqa: E402
 
 LIMITS = Limits(memory_mb=1024, command_timeout_s=300, total_timeout_s=3600)

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
-from sandbox.image import DEFAULT_IMAGE  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE  # noqa: E402
 from worker.llm.scripted_server import ScriptedServer, tool_call  # noqa: E402
 
 FILES = {

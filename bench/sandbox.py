@@ -22,11 +22,11 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 from policies.limits import Limits  # noqa: E402
-from sandbox.client import connect  # noqa: E402
-from sandbox.docker_sandbox import DockerSandbox  # noqa: E402
-from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
-from sandbox.setup_cache import SetupSpec, prepare_setup_image  # noqa: E402
-from sandbox.workspace import (  # noqa: E402
+from sandbox.container.client import connect  # noqa: E402
+from sandbox.container.docker_sandbox import DockerSandbox  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
+from sandbox.setup.cache import SetupSpec, prepare_setup_image  # noqa: E402
+from sandbox.worktree.workspace import (  # noqa: E402
     make_run_dir,
     remove_dir,  # noqa: E402
     snapshot,

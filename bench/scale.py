@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
-from sandbox.image import DEFAULT_IMAGE  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE  # noqa: E402
 from worker.llm.scripted_server import ScriptedServer, tool_call  # noqa: E402
 
 CALC = "def mean(values):\n    return sum(values) / (len(values) - 1)\n"
@@ -213,7 +213,7 @@ def compare_copies(sizes: list[int], repeat: int) -> None:
 
 
 def time_copies(repo: Path, tmp: Path, repeat: int) -> dict[str, list[float]]:
-    from sandbox.workspace import _copy_files, tree_files
+    from sandbox.worktree.workspace import _copy_files, tree_files
 
     files = tree_files(repo)
     entries = [str(p) for p in repo.iterdir() if p.name != ".git"]

@@ -128,10 +128,10 @@ def time_fix(repo: Path, out: Path, tree: Path, flags: list[str]) -> dict[str, f
 def time_tasks(tasks: Path) -> None:
     """Each task's suite, whole and by id of its failing tests, in one sandbox."""
     from policies.limits import Limits
-    from sandbox.client import connect
-    from sandbox.image import DEFAULT_IMAGE
+    from sandbox.container.client import connect
+    from sandbox.container.image import DEFAULT_IMAGE
     from sandbox.session import BoxSpec, open_session
-    from sandbox.testrun import run_tests
+    from sandbox.testrun.run import run_tests
 
     spec = BoxSpec(client=connect(), image=DEFAULT_IMAGE, limits=Limits())
     print(f"{'task':<44}{'failing':>10}{'whole':>8}{'by id':>8}  (first round)")

@@ -1,8 +1,10 @@
 """What the exact workspace write cap costs at sandbox start-up (issue 9, part 2).
 
-As root, the working copy is a loop-mounted ext4 image (sandbox/capped_dir.py: sparse, so it
+As root, the working copy is a loop-mounted ext4 image (sandbox/worktree/capped_dir.py: sparse, so
+it
 takes host disk only as it is written, never more than its size); elsewhere the approximate
-guard in sandbox/runner.py stays. Timed here from nothing to a mounted, empty, writable folder
+guard in sandbox/container/runner.py stays. Timed here from nothing to a mounted, empty, writable
+folder
 and back (median of N): what we ship, and a size-limited tmpfs for comparison (exact and faster,
 but it takes RAM, so not used). Needs root.
 Run: python3 bench/workspace_cap.py [--repeat N] [--cap-mb MB]
@@ -23,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sandbox.capped_dir import image_size, mount_capped, unmount_under  # noqa: E402
+from sandbox.worktree.capped_dir import image_size, mount_capped, unmount_under  # noqa: E402
 
 
 def run(*args: str) -> None:

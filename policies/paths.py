@@ -82,7 +82,7 @@ DEFAULT_READ_DENY: tuple[str, ...] = (
 #: Suffixes of files a test run executes, imports or reads as configuration. A protected test
 #: file with one is locked on disk; the other files of a test folder (templates, data, golden
 #: files) are its fixtures, which a project's own tests may touch (`os.utime`, `chmod`): those
-#: are watched and put back after each command instead (sandbox/fixture_guard.py).
+#: are watched and put back after each command instead (sandbox/worktree/fixture_guard.py).
 RUNNABLE_SUFFIXES = frozenset(
     {
         ".py", ".pyi", ".pyx", ".pxd", ".pth", ".so", ".pyd", ".cfg", ".ini", ".toml",

@@ -11,14 +11,14 @@ import docker
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from policies.paths import Protection
-from sandbox.client import connect
+from sandbox.container.client import connect
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image
+from sandbox.container.local_sandbox import LOCAL_SANDBOX_WARNING
+from sandbox.container.prune import sweep_leftovers
+from sandbox.ecosystems.python.choice import PythonChoice
 from sandbox.errors import SandboxError
-from sandbox.image import DEFAULT_IMAGE, ensure_image
-from sandbox.local_sandbox import LOCAL_SANDBOX_WARNING
-from sandbox.prune import sweep_leftovers
-from sandbox.python_choice import PythonChoice
 from sandbox.session import Backend, BoxSpec, SandboxSession
-from sandbox.setup_cache import SetupResult, SetupSpec, prepare_setup_image
+from sandbox.setup.cache import SetupResult, SetupSpec, prepare_setup_image
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,7 +69,8 @@ def prepare(
     before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
 ) -> Prepared:
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up; with
-    no `image` named, the image of the `python` chosen (sandbox/python_choice.py), built once
+    no `image` named, the image of the `python` chosen (sandbox/ecosystems/python/choice.py), built
+    once
     and said in one line; `before_setup(client, image)` runs once the image is there, before
     the set-up does."""
     if backend == "local":

@@ -14,12 +14,12 @@ import docker
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from policies.paths import Protection
-from sandbox.base import Sandbox, SandboxBase
-from sandbox.docker_sandbox import DockerSandbox
-from sandbox.fixture_guard import FixtureGuard
-from sandbox.local_sandbox import LocalSandbox
-from sandbox.scratch import make_scratch_dir
-from sandbox.workspace import SANDBOX_UID, Workspace, protect_files, remove_dir, snapshot
+from sandbox.container.base import Sandbox, SandboxBase
+from sandbox.container.docker_sandbox import DockerSandbox
+from sandbox.container.local_sandbox import LocalSandbox
+from sandbox.worktree.fixture_guard import FixtureGuard
+from sandbox.worktree.scratch import make_scratch_dir
+from sandbox.worktree.workspace import SANDBOX_UID, Workspace, protect_files, remove_dir, snapshot
 
 Backend = Literal["docker", "local"]
 BACKENDS: tuple[Backend, ...] = ("docker", "local")
@@ -40,7 +40,7 @@ class BoxSpec:
     backend: Backend = "docker"
     isolation: Isolation = HARDENED
     protect: Callable[[str], Protection | None] | None = None
-    #: Files set-up wrote into the tree (sandbox/setup_tree.py), laid over each new copy.
+    #: Files set-up wrote into the tree (sandbox/setup/tree.py), laid over each new copy.
     overlay: Path | None = None
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from policies.limits import Limits
 from policies.paths import Protection
-from sandbox.client import connect
-from sandbox.docker_sandbox import LABEL
-from sandbox.image import DEFAULT_IMAGE, ensure_image
+from sandbox.container.client import connect
+from sandbox.container.docker_sandbox import LABEL
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image
 from sandbox.session import BoxSpec, SandboxSession, open_session
 
 GIT_ENV = {

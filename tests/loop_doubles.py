@@ -19,10 +19,10 @@ from jsonschema import Draft202012Validator
 
 from policies.budgets import Budgets
 from policies.paths import PathPolicy
-from sandbox.junit import TestFailure, TestSummary
-from sandbox.results import CommandResult
-from sandbox.testrun import TestRun
-from sandbox.verdict import TOKEN_PROPERTY
+from sandbox.container.results import CommandResult
+from sandbox.testrun.junit import TestFailure, TestSummary
+from sandbox.testrun.run import TestRun
+from sandbox.testrun.verdict import TOKEN_PROPERTY
 from tools import apply_patch, read_file
 from tools import replace as replace_tool
 from tools.apply_patch import NO_CODE_CHANGE

@@ -31,7 +31,7 @@ def counts(passed=0, failed=0, errors=0, skipped=0):
 
 
 def summary(**fields):
-    """A `run-tests --json` summary as sandbox/testrun.py's TestRun.to_dict writes it."""
+    """A `run-tests --json` summary as sandbox/testrun/run.py's TestRun.to_dict writes it."""
     base = {"passed": False, "headline": "", "timed_out": False, "junit": True,
             "counts": counts(), "failing": []}  # fmt: skip
     return base | fields

@@ -9,7 +9,7 @@ import pytest
 from policies.limits import Limits
 from sandbox.errors import SandboxError
 from sandbox.session import BoxSpec
-from sandbox.verify import CleanCheck
+from sandbox.testrun.verify import CleanCheck
 from tests.conftest import worker_containers
 
 pytestmark = pytest.mark.docker

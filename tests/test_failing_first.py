@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.junit import parse_junit
-from sandbox.results import CommandResult
-from sandbox.testrun import TestRun
+from sandbox.container.results import CommandResult
+from sandbox.testrun.junit import parse_junit
+from sandbox.testrun.run import TestRun
 from tests.loop_doubles import (
     BUGGY,
     FIXED,

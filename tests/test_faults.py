@@ -23,11 +23,11 @@ import docker
 import pytest
 
 from policies.limits import Limits
-from sandbox.docker_sandbox import LABEL
+from sandbox.container.docker_sandbox import LABEL
+from sandbox.container.owner import Owner
 from sandbox.errors import SandboxGone
-from sandbox.owner import Owner
-from sandbox.scratch import OWNER_FILE, make_scratch_dir, sweep_scratch
 from sandbox.session import BoxSpec, open_session
+from sandbox.worktree.scratch import OWNER_FILE, make_scratch_dir, sweep_scratch
 from tests.test_fix_cli import BUGGY, GOOD_PATCH, fix_command, fix_env, tree_state
 from worker.llm.scripted_server import ScriptedServer, tool_call
 
@@ -268,7 +268,7 @@ def test_next_start_cleans_up_after_a_sigkilled_worker(
 def test_an_unrelated_labelled_container_of_a_live_process_is_kept(docker_client, sandbox_image):
     # The sweep runs at every start: it must leave the containers of live workers alone,
     # whatever else a test run here does (the fixture sandboxes carry pytest's own pid).
-    from sandbox.prune import sweep_leftovers
+    from sandbox.container.prune import sweep_leftovers
 
     alive = docker_client.containers.run(
         sandbox_image,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from policies.paths import PathPolicy
-from sandbox.junit import TestFailure, TestSummary
-from sandbox.results import CommandResult
-from sandbox.testrun import TestRun
+from sandbox.container.results import CommandResult
+from sandbox.testrun.junit import TestFailure, TestSummary
+from sandbox.testrun.run import TestRun
 from worker.loop.grounding import implicated_code
 
 RECIPES = (

@@ -16,8 +16,8 @@ import pytest
 from policies.limits import Limits
 from policies.paths import PathPolicy
 from policies.truncation import Truncation
-from sandbox.local_sandbox import LocalSandbox
-from sandbox.workspace import snapshot
+from sandbox.container.local_sandbox import LocalSandbox
+from sandbox.worktree.workspace import snapshot
 from tests.conftest import GIT_ENV, git
 from tests.test_fix_cli import BUGGY, GOOD_PATCH, report, run_fix
 from tests.test_sandbox_cli import worker

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from sandbox.image import _one_builder
+from sandbox.container.image import _one_builder
 
 
 def test_a_second_builder_waits_for_the_first_and_says_so(tmp_path, monkeypatch):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from sandbox.base import Sandbox
-from sandbox.junit import parse_junit
-from sandbox.local_sandbox import LocalSandbox
-from sandbox.testrun import run_tests
+from sandbox.container.base import Sandbox
+from sandbox.container.local_sandbox import LocalSandbox
+from sandbox.testrun.junit import parse_junit
+from sandbox.testrun.run import run_tests
 from tools.test_ids import resolve_test_ids
 
 RST_ID = "docs/introduction.rst::introduction.rst"

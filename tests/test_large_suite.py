@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from sandbox.capture import CaptureRefused, from_trailer, inflate, read_capture_file
-from sandbox.junit import parse_junit
-from sandbox.local_sandbox import LocalSandbox
-from sandbox.runner import CAPTURE_MAX
-from sandbox.testrun import run_tests
+from sandbox.container.capture import CaptureRefused, from_trailer, inflate, read_capture_file
+from sandbox.container.local_sandbox import LocalSandbox
+from sandbox.container.runner import CAPTURE_MAX
+from sandbox.testrun.junit import parse_junit
+from sandbox.testrun.run import run_tests
 from tests.test_fix_cli import report, run_fix
 from worker.llm.scripted_server import ScriptedServer, tool_call
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sandbox.lines_run import count_lines, parse_counts
-from sandbox.testrun import run_tests
+from sandbox.ecosystems.python.lines_run import count_lines, parse_counts
+from sandbox.testrun.run import run_tests
 from worker.search.suspects import rank
 
 pytestmark = pytest.mark.docker

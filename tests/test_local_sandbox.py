@@ -12,9 +12,9 @@ import psutil
 import pytest
 
 from policies.limits import Limits
+from sandbox.container.local_sandbox import MARKER_VAR, LocalSandbox
 from sandbox.errors import SandboxError
-from sandbox.local_sandbox import MARKER_VAR, LocalSandbox
-from sandbox.testrun import run_tests
+from sandbox.testrun.run import run_tests
 
 MakeBox = Callable[..., LocalSandbox]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox.junit import TestFailure, TestSummary
-from sandbox.missing_modules import missing_modules
-from sandbox.results import CommandResult
-from sandbox.testrun import TestRun
+from sandbox.container.results import CommandResult
+from sandbox.ecosystems.python.missing_modules import missing_modules
+from sandbox.testrun.junit import TestFailure, TestSummary
+from sandbox.testrun.run import TestRun
 
 
 def baseline(*failures: tuple[str, str], output: str = "") -> TestRun:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sandbox.junit import TestFailure, TestSummary
-from sandbox.missing_programs import missing_programs, programs_not_found
-from sandbox.results import CommandResult
-from sandbox.testrun import TestRun
+from sandbox.container.results import CommandResult
+from sandbox.testrun.junit import TestFailure, TestSummary
+from sandbox.testrun.missing_programs import missing_programs, programs_not_found
+from sandbox.testrun.run import TestRun
 
 # pytest's long traceback of `subprocess.run(["frobnicate-tool", "--version"])`, as the JUnit
-# report keeps it (sandbox/junit.py trims the middle).
+# report keeps it (sandbox/testrun/junit.py trims the middle).
 SUBPROCESS = """\
 def test_direct():
 >       subprocess.run(["frobnicate-tool", "--version"], check=True)

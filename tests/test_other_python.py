@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from sandbox.suites import suite_for
+from sandbox.container.suites import suite_for
 from tests.pkg_index import make_package_index  # noqa: F401 (a fixture, used by name)
 from tests.test_fix_cli import report, run_fix
 from tests.test_inferred_setup import index_env  # noqa: F401 (a fixture, used by name)

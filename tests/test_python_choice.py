@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.python_choice import WrongPython, choose_python, python_for
-from sandbox.python_pins import MAX_WORKFLOWS, read_pins
-from sandbox.suites import DEFAULT_SUITE, SUITES, suite_for
+from sandbox.container.suites import DEFAULT_SUITE, SUITES, suite_for
+from sandbox.ecosystems.python.choice import WrongPython, choose_python, python_for
+from sandbox.ecosystems.python.pins import MAX_WORKFLOWS, read_pins
 
 BOOKWORM, TRIXIE = SUITES
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.docker_sandbox import LABEL
-from sandbox.prune import prune
-from sandbox.setup_cache import SETUP_REPOSITORY, SetupSpec, prepare_setup_image, setup_key
+from sandbox.container.docker_sandbox import LABEL
+from sandbox.container.prune import prune
+from sandbox.setup.cache import SETUP_REPOSITORY, SetupSpec, prepare_setup_image, setup_key
 from tests.conftest import worker_containers
 
 pytestmark = pytest.mark.docker

@@ -8,8 +8,8 @@ import pytest
 
 from policies.limits import Limits
 from sandbox.session import BoxSpec, open_session
-from sandbox.testrun import run_tests
-from sandbox.verdict import judge
+from sandbox.testrun.run import run_tests
+from sandbox.testrun.verdict import judge
 
 pytestmark = pytest.mark.docker
 

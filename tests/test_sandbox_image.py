@@ -1,6 +1,6 @@
 """The sandbox image holds the programs test suites commonly call, as a CI runner's image does: each
 one does its job inside a real sandbox (a test that needs one the image lacks ends in exit 6,
-sandbox/missing_programs.py, so a user would notice its absence)."""
+sandbox/testrun/missing_programs.py, so a user would notice its absence)."""
 
 from __future__ import annotations
 

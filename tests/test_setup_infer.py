@@ -1,4 +1,5 @@
-"""Inferring the set-up command from a repository's own files (sandbox/setup_infer.py).
+"""Inferring the set-up command from a repository's own files
+(sandbox/ecosystems/python/setup_infer.py).
 
 Pure logic over real files in tmp_path; nothing here reaches the network. The lock-file commands
 were run for real by hand (see setup_locks's docstring for the tool versions); no test runs them,
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.python_pins import python_satisfies
-from sandbox.setup_infer import infer_setup
+from sandbox.ecosystems.python.pins import python_satisfies
+from sandbox.ecosystems.python.setup_infer import infer_setup
 
 PIP = "python -m pip install"
 BUILD = '[build-system]\nrequires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'

@@ -19,25 +19,25 @@ import docker.errors
 import pytest
 
 from policies.limits import Limits
-from sandbox.base import BASE_ENV
-from sandbox.docker_sandbox import LABEL
+from sandbox.container.base import BASE_ENV
+from sandbox.container.docker_sandbox import LABEL
+from sandbox.container.owner import Owner
+from sandbox.container.prune import sweep_leftovers
 from sandbox.errors import SandboxUsageError
-from sandbox.owner import Owner
-from sandbox.prune import sweep_leftovers
-from sandbox.scratch import OWNER_FILE
-from sandbox.setup_cache import (
+from sandbox.setup.cache import (
     SetupFailed,
     SetupSpec,
     prepare_setup_image,
     setup_key,
 )
-from sandbox.setup_network import (
+from sandbox.setup.network import (
     ProxyFence,
     filter_text,
     network_error_in,
     plan_network,
     tinyproxy_config,
 )
+from sandbox.worktree.scratch import OWNER_FILE
 from tests.pkg_index import (
     bridge_network,
     make_package_index,  # noqa: F401 (a fixture, used by name)
@@ -449,8 +449,8 @@ def test_a_killed_workers_proxy_and_network_are_swept(docker_client, sandbox_ima
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from sandbox.client import connect\n"
-        "from sandbox.setup_network import ProxyFence, plan_network\n"
+        "from sandbox.container.client import connect\n"
+        "from sandbox.setup.network import ProxyFence, plan_network\n"
         "plan = plan_network('index', env_names=(), environ={})\n"
         f"with ProxyFence(client=connect(), image={sandbox_image!r}, plan=plan,\n"
         f"        egress_network='bridge', config_dir=Path({str(tmp_path / 'proxy')!r})) as f:\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox.lines_run import LineCounts
+from sandbox.ecosystems.python.lines_run import LineCounts
 from worker.search.suspects import rank, render
 
 SOURCE = """\

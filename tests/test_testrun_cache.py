@@ -8,7 +8,7 @@ import pytest
 
 from policies.paths import PathPolicy
 from policies.truncation import Truncation
-from sandbox.testrun_cache import TestRunCache
+from sandbox.testrun.cache import TestRunCache
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 

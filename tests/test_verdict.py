@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from sandbox.junit import parse_junit
-from sandbox.results import CommandResult
-from sandbox.testrun import TestRun
-from sandbox.verdict import judge, judge_run, tampering
+from sandbox.container.results import CommandResult
+from sandbox.testrun.junit import parse_junit
+from sandbox.testrun.run import TestRun
+from sandbox.testrun.verdict import judge, judge_run, tampering
 
 TOKEN = "t0k3n"
 

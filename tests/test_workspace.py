@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from sandbox.workspace import snapshot
+from sandbox.worktree.workspace import snapshot
 from tests.conftest import git
 
 

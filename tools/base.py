@@ -13,10 +13,10 @@ from typing import Any
 
 from policies.paths import Decision, PathPolicy
 from policies.truncation import Truncation
-from sandbox.base import Sandbox
-from sandbox.testrun import TestRun
-from sandbox.testrun_cache import TestRunCache
-from sandbox.workspace import NOISE_DIRS
+from sandbox.container.base import Sandbox
+from sandbox.testrun.cache import TestRunCache
+from sandbox.testrun.run import TestRun
+from sandbox.worktree.workspace import NOISE_DIRS
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sandbox.testrun import run_tests
+from sandbox.testrun.run import run_tests
 from tools.base import Observation, Tool, ToolContext, failed
 from tools.test_ids import resolve_test_ids
 

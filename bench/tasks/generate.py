@@ -6,7 +6,8 @@ fresh sandboxes: it fails before, and passes with the reference fix (the mutatio
         [--only NAME ...]
 
 A project marked `"setup": "inferred"` has dependencies: its set-up is what worker infers from
-its own files (sandbox/setup_infer.py), built once into a cached set-up image that its mutants
+its own files (sandbox/ecosystems/python/setup_infer.py), built once into a cached set-up image
+that its mutants
 are screened and its tasks verified on; its sandbox baseline is checked against the manifest's
 venv `reference`. Its tasks carry no set-up command: `worker eval` infers the same one.
 
@@ -39,14 +40,14 @@ sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").re
 from mutate import Mutant, mutants  # type: ignore[import-not-found]  # noqa: E402
 
 from policies.limits import Limits  # noqa: E402
-from sandbox.client import connect  # noqa: E402
-from sandbox.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
+from sandbox.container.client import connect  # noqa: E402
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
+from sandbox.ecosystems.python.setup_infer import infer_setup  # noqa: E402
 from sandbox.session import BoxSpec, open_session, workspace_owner  # noqa: E402
-from sandbox.setup_cache import SetupSpec, prepare_setup_image  # noqa: E402
-from sandbox.setup_infer import infer_setup  # noqa: E402
-from sandbox.testrun import run_tests  # noqa: E402
-from sandbox.verify import verify_patch  # noqa: E402
-from sandbox.workspace import remove_dir, snapshot  # noqa: E402
+from sandbox.setup.cache import SetupSpec, prepare_setup_image  # noqa: E402
+from sandbox.testrun.run import run_tests  # noqa: E402
+from sandbox.testrun.verify import verify_patch  # noqa: E402
+from sandbox.worktree.workspace import remove_dir, snapshot  # noqa: E402
 
 LIMITS = Limits(memory_mb=1024, command_timeout_s=120, total_timeout_s=3600)
 SCREEN_TIMEOUT_S = 60.0

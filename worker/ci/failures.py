@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.junit import parse_junit
+from sandbox.testrun.junit import parse_junit
 from worker.errors import UsageError
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
-from sandbox.testrun import TestRun, detect_test_command, is_pytest, run_tests
-from sandbox.user_git import user_git
+from sandbox.testrun.run import TestRun, detect_test_command, is_pytest, run_tests
+from sandbox.worktree.user_git import user_git
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.ci.failures import exists_in, read_junit_files
 from worker.ci.triage import Triage, triage

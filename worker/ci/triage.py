@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sandbox.session import SandboxSession
-from sandbox.testrun import TestRun, is_pytest, run_tests
+from sandbox.testrun.run import TestRun, is_pytest, run_tests
 
 Kind = Literal["failing", "flaky", "unknown"]
 #: Stands for the whole test command when it is not pytest: it cannot be re-run test by test.

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from sandbox.client import connect
+from sandbox.container.client import connect
 from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED
 from worker.cli.loop_flags import LOOP_FLAGS, add_loop_arguments
 from worker.errors import UsageError

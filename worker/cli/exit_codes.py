@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from policies.errors import ConfigError, PolicyRefusal
+from sandbox.ecosystems.python.choice import WrongPython
 from sandbox.errors import SandboxError, SandboxTimeSpent, SandboxUsageError
-from sandbox.python_choice import WrongPython
-from sandbox.setup_cache import SetupFailed
+from sandbox.setup.cache import SetupFailed
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.errors import EnvironmentProblem, ProjectEnvironment, UsageError
 from worker.loop.endings import RunEnded

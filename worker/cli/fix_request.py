@@ -12,7 +12,7 @@ from pathlib import Path
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
 from sandbox.home import worker_home
-from sandbox.workspace import remove_dir
+from sandbox.worktree.workspace import remove_dir
 from worker.cli.setup_flags import setup_overrides
 from worker.errors import UsageError
 from worker.llm import pricing

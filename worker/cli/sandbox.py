@@ -9,19 +9,19 @@ import sys
 from pathlib import Path
 
 from policies.config import load_config
-from sandbox.client import connect
-from sandbox.image import ensure_image
-from sandbox.missing_modules import missing_modules
-from sandbox.missing_programs import missing_programs
+from sandbox.container.client import connect
+from sandbox.container.image import ensure_image
+from sandbox.container.prune import prune as prune_containers
+from sandbox.container.suites import DEFAULT_SUITE, SUITES, suite_for
+from sandbox.ecosystems.python.choice import python_for
+from sandbox.ecosystems.python.missing_modules import missing_modules
 from sandbox.prepare import prepare, run_pending_setup
-from sandbox.prune import prune as prune_containers
-from sandbox.python_choice import python_for
 from sandbox.session import open_session
-from sandbox.setup_choice import before_setup, choose_setup
-from sandbox.suites import DEFAULT_SUITE, SUITES, suite_for
-from sandbox.testrun import detect_test_command
-from sandbox.testrun import run_tests as run_test_cmd
-from sandbox.workspace import make_run_dir, remove_dir
+from sandbox.setup.choice import before_setup, choose_setup
+from sandbox.testrun.missing_programs import missing_programs
+from sandbox.testrun.run import detect_test_command
+from sandbox.testrun.run import run_tests as run_test_cmd
+from sandbox.worktree.workspace import make_run_dir, remove_dir
 from worker.cli.setup_flags import add_setup_arguments, setup_overrides
 from worker.errors import UsageError
 

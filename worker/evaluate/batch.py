@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.workspace import remove_dir
+from sandbox.worktree.workspace import remove_dir
 from worker.evaluate.outcome import TaskOutcome, read_outcome
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask, materialize

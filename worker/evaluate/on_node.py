@@ -28,10 +28,10 @@ from typing import Any
 import docker.errors
 
 from policies.limits import Limits
-from sandbox.client import connect
-from sandbox.docker_sandbox import LABEL, RUN_LABELS, RUN_LABELS_ENV, DockerSandbox
-from sandbox.image import DEFAULT_IMAGE, ensure_image
-from sandbox.workspace import remove_dir
+from sandbox.container.client import connect
+from sandbox.container.docker_sandbox import LABEL, RUN_LABELS, RUN_LABELS_ENV, DockerSandbox
+from sandbox.container.image import DEFAULT_IMAGE, ensure_image
+from sandbox.worktree.workspace import remove_dir
 from worker.evaluate.batch import KILL_GRACE_S, end_group, fix_command
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask

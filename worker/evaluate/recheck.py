@@ -17,15 +17,15 @@ from typing import Any
 
 from policies.config import load_config
 from policies.paths import PathPolicy
+from sandbox.ecosystems.python.choice import python_for
 from sandbox.errors import SandboxError
 from sandbox.prepare import prepare
-from sandbox.python_choice import python_for
 from sandbox.session import workspace_owner
-from sandbox.setup_choice import choose_setup
-from sandbox.testrun import TestRun, detect_test_command
-from sandbox.verdict import TOKEN_PROPERTY, tampering
-from sandbox.verify import verify_patch
-from sandbox.workspace import remove_dir, snapshot
+from sandbox.setup.choice import choose_setup
+from sandbox.testrun.run import TestRun, detect_test_command
+from sandbox.testrun.verdict import TOKEN_PROPERTY, tampering
+from sandbox.testrun.verify import verify_patch
+from sandbox.worktree.workspace import remove_dir, snapshot
 from worker.evaluate.tasks import EvalTask
 
 _PATHS = re.compile(r"^(?:\+\+\+ b/|--- a/|rename (?:from|to) |copy (?:from|to) )(.+)$", re.M)

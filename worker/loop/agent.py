@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from policies.budgets import Budgets, BudgetUsage, check
-from sandbox.testrun import TestRun
-from sandbox.verdict import Verdict
+from sandbox.testrun.run import TestRun
+from sandbox.testrun.verdict import Verdict
 from tools.base import Observation
 from worker.llm.types import (
     PLAIN,

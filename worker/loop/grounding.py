@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policies.paths import PathPolicy
-from sandbox.testrun import TestRun
+from sandbox.testrun.run import TestRun
 from worker.loop import definitions
 
 _FRAME = re.compile(r"([\w./-]+\.py):\d+")

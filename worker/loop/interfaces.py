@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from sandbox.testrun import TestRun
+from sandbox.testrun.run import TestRun
 from tools.base import Observation
 from worker.llm.types import PLAIN, CallSettings, Messages, ModelReply, ToolCall, ToolSpec
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from sandbox.testrun import TestRun
+from sandbox.testrun.run import TestRun
 from worker.llm.types import CallSettings, ModelReply, ToolCall, ToolSpec
 from worker.loop.trace import Trace
 from worker.loop.turns import StepInfo, Turn

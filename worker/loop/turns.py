@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sandbox.testrun import TestRun
-from sandbox.verdict import Verdict
+from sandbox.testrun.run import TestRun
+from sandbox.testrun.verdict import Verdict
 from tools.base import Observation
 from worker.llm.types import PLAIN, CallSettings
 

@@ -1,13 +1,14 @@
 """The harness's check of a fix: the patch alone, re-run on a clean copy, judged against the
-baseline by the same rules as every run (sandbox/verdict.py). Only this makes a run "fixed"."""
+baseline by the same rules as every run (sandbox/testrun/verdict.py). Only this makes a run
+"fixed"."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from sandbox.testrun import TestRun
-from sandbox.verdict import Verdict, judge
+from sandbox.testrun.run import TestRun
+from sandbox.testrun.verdict import Verdict, judge
 from worker.loop.interfaces import Environment
 from worker.loop.trace import Trace
 from worker.loop.turns import LoopResult

@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from sandbox.user_git import last_error_line, user_git
+from sandbox.worktree.user_git import last_error_line, user_git
 from worker.errors import UsageError
 from worker.publish.errors import PublishFailed
 

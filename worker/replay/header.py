@@ -1,6 +1,7 @@
 """What a run records about itself for replay: the tree it started from and how it was asked.
 
-The tree hash covers the files a run's working copy is made of (`sandbox.workspace.tree_files`,
+The tree hash covers the files a run's working copy is made of
+(`sandbox.worktree.workspace.tree_files`,
 the very list the copy is made from, git run safely on the user's repository; never the run's
 own output folder): each file's path, executable bit and bytes, a link's target.
 """
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sandbox.workspace import tree_files
+from sandbox.worktree.workspace import tree_files
 
 # Flags that say where outputs go or how the run is shown: replay sets its own.
 _OWN_FLAGS = frozenset({"--repo", "--out", "--base-url", "--model"})

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox.errors import SandboxError
-from sandbox.user_git import last_error_line, user_git
+from sandbox.worktree.user_git import last_error_line, user_git
 from worker.errors import UsageError
 
 

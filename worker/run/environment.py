@@ -13,8 +13,8 @@ from typing import Any
 from policies.limits import Limits
 from sandbox.prepare import Prepared
 from sandbox.session import SandboxSession
-from sandbox.testrun import TestRun, run_tests
-from sandbox.verify import CleanCheck
+from sandbox.testrun.run import TestRun, run_tests
+from sandbox.testrun.verify import CleanCheck
 from tools import apply_patch
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry

@@ -21,16 +21,16 @@ import docker
 from policies.budgets import answer_cap
 from policies.config import WorkerConfig
 from policies.limits import edited_test_timeout
-from sandbox.missing_modules import missing_modules
-from sandbox.missing_programs import missing_programs
+from sandbox.ecosystems.python.choice import python_for
+from sandbox.ecosystems.python.missing_modules import missing_modules
 from sandbox.prepare import Prepared, prepare, run_pending_setup
-from sandbox.python_choice import python_for
 from sandbox.session import Backend, SandboxSession, open_session
-from sandbox.setup_cache import SetupFailed
-from sandbox.setup_choice import before_setup, choose_setup
-from sandbox.testrun import TestRun, detect_test_command
-from sandbox.testrun_cache import TestRunCache
-from sandbox.verdict import judge
+from sandbox.setup.cache import SetupFailed
+from sandbox.setup.choice import before_setup, choose_setup
+from sandbox.testrun.cache import TestRunCache
+from sandbox.testrun.missing_programs import missing_programs
+from sandbox.testrun.run import TestRun, detect_test_command
+from sandbox.testrun.verdict import judge
 from worker.errors import ProjectEnvironment, UsageError
 from worker.llm import pricing
 from worker.llm.process import ModelProcess

@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from sandbox.testrun import TestRun
+from sandbox.testrun.run import TestRun
 
 STATUS_FOR_EXIT = {
     0: "fixed",

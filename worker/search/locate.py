@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from policies.paths import PathPolicy
-from sandbox.base import Sandbox
-from sandbox.lines_run import count_lines
-from sandbox.testrun import TestRun
+from sandbox.container.base import Sandbox
+from sandbox.ecosystems.python.lines_run import count_lines
+from sandbox.testrun.run import TestRun
 from worker.loop.trace import Trace
 from worker.search.suspects import Suspect, rank
 

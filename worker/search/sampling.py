@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from sandbox.testrun import TestRun
+from sandbox.testrun.run import TestRun
 from tools.replace import loosened
 from worker.llm.types import CallSettings, ModelReply, Pins, ToolCall, ToolSpec, Usage
 from worker.loop.agent import REPEAT_TEMPERATURE

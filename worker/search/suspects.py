@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from sandbox.lines_run import LineCounts
+from sandbox.ecosystems.python.lines_run import LineCounts
 from tools.numbered import numbered
 
 MAX_SHOWN = 5  # suspects named in the first message

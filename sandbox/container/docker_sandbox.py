@@ -1,0 +1,408 @@
+"""One disposable, locked-down container per run, and commands run in it with limits.
+
+Lifecycle (`with DockerSandbox(...) as box`) is separate from use (`box.run(...)`). The container is
+removed on every exit path; SIGINT/SIGTERM are held back while it is being removed so a second
+Ctrl-C cannot leave it behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from contextvars import ContextVar
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import requests.exceptions
+import urllib3.exceptions
+
+from policies.isolation import HARDENED, Isolation
+from policies.limits import Limits
+from sandbox.container.base import BASE_ENV, SandboxBase
+from sandbox.container.capture import TRAILER_MAX, from_trailer
+from sandbox.container.output import OutputCapture
+from sandbox.container.results import CommandResult
+from sandbox.errors import DaemonGone, SandboxError, SandboxGone
+from sandbox.worktree.workspace import SANDBOX_UID
+
+LABEL = "worker.sandbox"
+#: Labels a caller asks for on every container this process starts (`worker eval --ray` names
+#: the eval, the task and the attempt, so that a node's sweep finds exactly an attempt's
+#: containers): a JSON object in this environment variable, read when a sandbox is made.
+RUN_LABELS_ENV = "WORKER_RUN_LABELS"
+#: The same for code running in-process (a cluster node's re-check): set for its duration.
+RUN_LABELS: ContextVar[dict[str, str] | None] = ContextVar("worker_run_labels", default=None)
+CONTROL_MOUNT = "/run/worker"
+WORKSPACE_MOUNT = "/workspace"
+HOST_CA_BUNDLE = "/etc/ssl/certs"
+#: What the Docker client raises when the daemon or the container goes away under it: an API
+#: error (404, 409), a broken or refused connection, a stream cut short.
+#: (Not every OSError: a full disk under the command's log is ours to report as such.)
+DAEMON_ERRORS: tuple[type[BaseException], ...] = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+    urllib3.exceptions.HTTPError,
+    ConnectionError,
+    TimeoutError,
+)
+LOSS_SETTLE_S = 1.5
+GONE = (
+    "the sandbox container disappeared from outside while a command ran (removed or killed, "
+    "by another tool or `docker rm -f`); its result is lost"
+)
+DAEMON_STOPPED = (
+    "the Docker daemon stopped answering while a command ran (stopped, killed or restarting); "
+    "run again once it is back: leftovers are removed then"
+)
+
+
+class DockerSandbox(SandboxBase):
+    """A hardened container with `workspace` mounted at /workspace; run commands with `run`."""
+
+    isolation_label = "docker"
+
+    def __init__(
+        self,
+        *,
+        client: docker.DockerClient,
+        image: str,
+        workspace: Path,
+        control_dir: Path,
+        limits: Limits,
+        output_bytes: int = 16_000,
+        log_dir: Path | None = None,
+        isolation: Isolation = HARDENED,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            workspace=workspace,
+            control_dir=control_dir,
+            limits=limits,
+            output_bytes=output_bytes,
+            log_dir=log_dir,
+        )
+        self._client = client
+        self.image = image
+        self.isolation = isolation
+        self._user = _user_for(isolation)
+        self._labels = {
+            LABEL: "1", "worker.pid": str(os.getpid()), **run_labels(), **(labels or {})
+        }  # fmt: skip
+        self._container: Any = None
+        self._lost: SandboxError | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> DockerSandbox:
+        self.start()
+        return self
+
+    def start(self) -> None:
+        """Create and start the container (no network, read-only root, no capabilities...)."""
+        isolation = self.isolation
+        self.control_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("runner.py", "reaper.py"):
+            src = resources.files("sandbox.container").joinpath(name)
+            (self.control_dir / name).write_bytes(src.read_bytes())
+        os.chmod(self.control_dir, 0o755)
+        volumes = {
+            str(self.workspace): {"bind": WORKSPACE_MOUNT, "mode": "rw"},
+            str(self.control_dir): {"bind": CONTROL_MOUNT, "mode": "ro"},
+        }
+        if isolation.network and os.path.isdir(HOST_CA_BUNDLE):
+            volumes[HOST_CA_BUNDLE] = {"bind": HOST_CA_BUNDLE, "mode": "ro"}
+        memory = f"{self.limits.memory_mb}m"
+        try:
+            self._container = self._client.containers.run(
+                self.image,
+                command=["python3", "-S", f"{CONTROL_MOUNT}/reaper.py"],
+                detach=True,
+                name=f"worker-{uuid.uuid4().hex[:12]}",
+                labels=self._labels,
+                network_mode="bridge" if isolation.network else "none",
+                read_only=isolation.read_only_root,
+                tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777,exec"},
+                user=self._user,
+                cap_drop=["ALL"] if isolation.drop_capabilities else None,
+                security_opt=["no-new-privileges"] if isolation.no_new_privileges else None,
+                pids_limit=self.limits.pids,
+                mem_limit=memory,
+                memswap_limit=memory,
+                nano_cpus=int(self.limits.cpus * 1e9),
+                volumes=volumes,
+                working_dir=WORKSPACE_MOUNT,
+                environment=BASE_ENV,
+                auto_remove=False,
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(
+                f"sandbox image {self.image} not found: run `worker sandbox build`"
+            ) from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot start the sandbox: {exc.explanation or exc}") from exc
+
+    def close(self) -> None:
+        """Remove the container, with SIGINT/SIGTERM held back until it is gone."""
+        container, self._container = self._container, None
+        if container is None:
+            return
+        with _signals_held():
+            try:
+                container.remove(force=True, v=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as exc:
+                if not _removal_in_progress(exc):
+                    raise SandboxError(
+                        f"could not remove container {container.name}: {exc.explanation or exc}"
+                    ) from exc
+                self._wait_removed(container.id)  # someone else removes it: done once it is gone
+            except DAEMON_ERRORS as exc:
+                if self._lost is not None:
+                    return  # already said; the next worker start removes the container
+                raise DaemonGone(
+                    f"could not remove container {container.name}: the Docker daemon stopped "
+                    "answering (the next worker start removes it)"
+                ) from exc
+
+    @property
+    def container_id(self) -> str:
+        if self._container is None:
+            raise SandboxError("the sandbox is not running")
+        return str(self._container.id)
+
+    def commit(self, *, repository: str, tag: str, labels: dict[str, str]) -> str:
+        """Save the container's filesystem as an image that starts like the original one."""
+        if self._container is None:
+            raise SandboxError("the sandbox is not running")
+        image = self._container.commit(
+            repository=repository,
+            tag=tag,
+            conf={"Labels": {**labels, "worker.base": self.image}, "Cmd": ["sleep", "infinity"]},
+        )
+        return str(image.id)
+
+    # -- use: what SandboxBase.run and .stage need of a container -----------------------------
+
+    def _running(self) -> bool:
+        return self._container is not None
+
+    def _staged_path(self, safe_name: str) -> str:
+        return f"{CONTROL_MOUNT}/{safe_name}"
+
+    def _execute(
+        self,
+        command: str,
+        *,
+        limit: float,
+        capture: OutputCapture,
+        capture_file: str | None,
+        env: dict[str, str],
+        log_path: Path | None,
+    ) -> CommandResult:
+        trailer = bytearray()
+        started = time.monotonic()
+        api = self._client.api
+        try:
+            exec_id = api.exec_create(
+                self._container.id,
+                [
+                    "python3",
+                    "-S",
+                    f"{CONTROL_MOUNT}/runner.py",
+                    f"{limit:.3f}",
+                    capture_file or "",
+                    command,
+                    str(self.limits.workspace_mb),
+                ],
+                user=self._user,
+                workdir=WORKSPACE_MOUNT,
+                environment=env,
+            )["Id"]
+            backstop = threading.Timer(limit + 15.0, self._kill_all)
+            backstop.daemon = True
+            backstop.start()
+            try:
+                for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                    if out:
+                        capture.feed(out)
+                    if err and len(trailer) <= TRAILER_MAX:
+                        trailer += err
+            finally:
+                backstop.cancel()
+        except DAEMON_ERRORS as exc:
+            raise self._loss() or SandboxError(f"running a command failed: {_say(exc)}") from exc
+        overflow = len(trailer) > TRAILER_MAX  # longer than the runner writes: not all its own
+        result = {} if overflow else _parse_trailer(bytes(trailer))
+        runner_died = result.get("exit_code") is None  # killed by the OOM killer, or the backstop
+        if runner_died:
+            # ...or the container itself went: then there is no result to report, only that.
+            lost = self._loss()
+            if lost is not None:
+                raise lost
+            try:
+                exit_code = int(api.exec_inspect(exec_id).get("ExitCode") or 137)
+            except DAEMON_ERRORS as exc:
+                raise self._loss() or SandboxError(f"a command was lost: {_say(exc)}") from exc
+        else:
+            exit_code = int(result["exit_code"])
+        name = capture_file or "the capture file"
+        captured, capture_error = from_trailer(
+            result.pop("capture", None), result.get("capture_over"), name=name
+        )
+        if overflow and capture_file:
+            capture_error = f"{name} did not come back: the runner's result line was too long"
+        return CommandResult(
+            command=command,
+            exit_code=exit_code,
+            duration_s=float(result.get("duration_s", time.monotonic() - started)),
+            timed_out=bool(result.get("timed_out", time.monotonic() - started >= limit)),
+            oom_killed=bool(result.get("oom_killed")) or (runner_died and self._oom_flagged()),
+            output=capture.text(),
+            output_bytes=capture.total,
+            truncated=capture.truncated,
+            log_path=log_path,
+            captured=captured,
+            capture_error=capture_error,
+            disk_exceeded=bool(result.get("disk_exceeded")),
+        )
+
+    def _kill_all(self) -> None:
+        # Last resort when the in-container limit did not end the command in time.
+        try:
+            self._client.api.exec_start(
+                self._client.api.exec_create(
+                    self.container_id,
+                    ["python3", "-S", "-c", "import os; os.kill(-1, 9)"],
+                    user=self._user,
+                )["Id"]
+            )
+        except DAEMON_ERRORS:
+            pass
+        except SandboxError:
+            pass
+
+    def _loss(self, *, settle_s: float = LOSS_SETTLE_S) -> SandboxError | None:
+        """None while the container runs; else the one error that says what happened to it.
+
+        A container being removed or killed still reads as running for a moment after the
+        command's stream ended, so a running one is asked again for up to `settle_s`: only a
+        runner killed inside a live container (OOM, the backstop) pays that wait."""
+        deadline = time.monotonic() + settle_s
+        while self._lost is None:
+            if self._container is None:  # closed by this process while the command ran
+                return SandboxGone(GONE)
+            self._lost = _container_loss(self._client, self._container.id)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        return self._lost
+
+    def _wait_removed(self, container_id: str, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                self._client.api.inspect_container(container_id)
+            except DAEMON_ERRORS:
+                return
+            time.sleep(0.1)
+
+    def _oom_flagged(self) -> bool:
+        try:
+            self._container.reload()
+            return bool(self._container.attrs["State"].get("OOMKilled"))
+        except docker.errors.APIError:
+            return False
+
+
+def _container_loss(client: docker.DockerClient, container_id: str) -> SandboxError | None:
+    """Ask the daemon about the container: running (None), gone or stopped from outside
+    (SandboxGone), or no answer at all (DaemonGone)."""
+    try:
+        state = client.api.inspect_container(container_id).get("State") or {}
+    except docker.errors.NotFound:
+        return SandboxGone(GONE)
+    except docker.errors.APIError as exc:
+        if _removal_in_progress(exc):
+            return SandboxGone(GONE)
+        return SandboxError(f"cannot inspect the sandbox container: {_say(exc)}")
+    except DAEMON_ERRORS:
+        return DaemonGone(DAEMON_STOPPED)
+    if state.get("Running") and not state.get("Paused"):
+        return None
+    return SandboxGone(GONE)
+
+
+def _removal_in_progress(exc: docker.errors.APIError) -> bool:
+    return exc.status_code == 409 and "in progress" in str(exc.explanation or exc)
+
+
+def _say(exc: BaseException) -> str:
+    if isinstance(exc, docker.errors.APIError) and exc.explanation:
+        return str(exc.explanation)
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _user_for(isolation: Isolation) -> str:
+    """uid:gid of commands: the sandbox user (or, off root, the worker's own ids so that the
+    copy it made stays writable), or root where the configuration asks for it."""
+    if isolation.run_as_root:
+        return "0:0"
+    if os.geteuid() != 0:
+        return f"{os.getuid()}:{os.getgid()}"
+    return f"{SANDBOX_UID}:{SANDBOX_UID}"
+
+
+def _parse_trailer(data: bytes) -> dict[str, Any]:
+    for line in reversed(data.decode("utf-8", "replace").splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                parsed = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(parsed, dict):
+                return parsed
+    return {}
+
+
+class _signals_held:
+    """Block SIGINT and SIGTERM (main thread only) for the duration of a `with` block."""
+
+    SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+    def __enter__(self) -> None:
+        self._active = threading.current_thread() is threading.main_thread()
+        if self._active:
+            signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._active:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, self.SIGNALS)
+
+
+def run_labels() -> dict[str, str]:
+    """The labels asked for through `RUN_LABELS` or `RUN_LABELS_ENV`: `worker.*` keys with
+    string values only (anything else is ignored: a label never replaces ours)."""
+    asked: object = RUN_LABELS.get()
+    if asked is None:
+        try:
+            asked = json.loads(os.environ.get(RUN_LABELS_ENV) or "{}")
+        except ValueError:
+            return {}
+    if not isinstance(asked, dict):
+        return {}
+    reserved = {LABEL, "worker.pid"}
+    return {
+        k: v
+        for k, v in asked.items()
+        if isinstance(k, str) and k.startswith("worker.") and k not in reserved
+        and isinstance(v, str)
+    }  # fmt: skip

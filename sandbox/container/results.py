@@ -1,0 +1,49 @@
+"""Typed results of commands run in a sandbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandResult:
+    """What one sandboxed command did. `output` is capped; the full log is at `log_path`."""
+
+    command: str
+    exit_code: int
+    duration_s: float
+    timed_out: bool
+    oom_killed: bool
+    output: str
+    output_bytes: int
+    truncated: bool
+    log_path: Path | None = None
+    captured: bytes | None = None  # the capture file, whole (sandbox/container/capture.py)
+    capture_error: str = ""  # why a capture file that was written did not come back
+    disk_exceeded: bool = False  # killed for writing more than its share of the workspace
+    # Test fixtures the command changed, put back from the snapshot since (sandbox/fixture_guard)
+    fixtures_put_back: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0 within its limits."""
+        return (
+            self.exit_code == 0
+            and not self.timed_out
+            and not self.oom_killed
+            and not self.disk_exceeded
+        )
+
+    def describe(self) -> str:
+        """One line a person or a model can read: how the command ended."""
+        if self.timed_out:
+            how = f"killed at the time limit after {self.duration_s:.1f}s"
+        elif self.disk_exceeded:
+            how = "killed: wrote more to the workspace than the limit allows"
+        elif self.oom_killed:
+            how = f"killed: out of memory (exit {self.exit_code})"
+        else:
+            how = f"exit {self.exit_code} in {self.duration_s:.2f}s"
+        cut = f", output {self.output_bytes} bytes (truncated)" if self.truncated else ""
+        return f"{how}{cut}"

@@ -1,0 +1,190 @@
+"""Runs one command inside the sandbox container, enforcing its time limit from inside.
+
+Executed by the container's python3 (stdlib only; no imports from the worker). Usage:
+    runner.py TIMEOUT_S CAPTURE_PATH COMMAND [WORKSPACE_MB]
+The command's stdout and stderr, merged in order, go to our stdout; a one-line JSON result goes to
+our stderr once the command and every process it left behind are gone; it carries CAPTURE_PATH
+zlib-compressed and base64-encoded (sandbox/container/capture.py reads it back). On timeout the
+whole
+process group is killed, and then every other process of this user in the container (a process
+that escaped into a new session included): nothing outlives a command. The same happens when
+the command has written more than WORKSPACE_MB to /workspace (a host folder), measured as the
+drop of free space there.
+
+It runs once per command, so it starts fast: no subprocess, json or signal modules (together
+about 15 ms of imports), just os, sys, time, select, binascii and zlib (C modules, 0.1 ms).
+"""
+
+import binascii
+import os
+import select
+import sys
+import time
+import zlib
+
+SIGKILL = 9
+# The capture file as written: a JUnit report of 100,000 tests is about 16 MB. Anything larger
+# than CAPTURE_MAX is not sent (it is reported as too large), and neither is one that does not
+# compress below COMPRESSED_MAX: the host holds the whole trailer in memory. pytest's reports
+# compress about 27 to 1 at level 1 (sandbox/container/capture.py).
+CAPTURE_MAX = 512 * 1024 * 1024
+COMPRESSED_MAX = 64 * 1024 * 1024
+CHUNK = 1024 * 1024
+FULL_BYTES = 1024 * 1024  # free space below this after a command: the workspace is full
+
+
+def oom_kills():
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return -1
+
+
+def kill_everything(pgid):
+    for target in (lambda: os.killpg(pgid, SIGKILL), lambda: os.kill(-1, SIGKILL)):
+        try:
+            target()  # kill(-1) spares PID 1 and ourselves
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def free_bytes():
+    try:
+        st = os.statvfs("/workspace")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def spawn(command, write_fd, read_fd):
+    pid = os.fork()
+    if pid == 0:  # the child: a new session (so a process group of its own), no stdin
+        try:
+            os.setsid()
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(write_fd, 1)
+            os.dup2(write_fd, 2)
+            os.close(read_fd)
+            os.execv("/bin/sh", ["/bin/sh", "-c", command])
+        finally:
+            os._exit(127)
+    return pid
+
+
+def read_capture(path):
+    """(the file zlib-compressed, None), or (None, why not): "size" or "compressed" for a file
+    over CAPTURE_MAX or one that compresses to more than COMPRESSED_MAX."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > CAPTURE_MAX:
+            return None, "size"
+        packer = zlib.compressobj(1)
+        parts = []
+        read = packed = 0
+        while True:
+            chunk = f.read(CHUNK)
+            if not chunk:
+                break
+            read += len(chunk)
+            if read > CAPTURE_MAX:  # not a regular file, or one still growing
+                return None, "size"
+            parts.append(packer.compress(chunk))
+            packed += len(parts[-1])
+            if packed > COMPRESSED_MAX:
+                return None, "compressed"
+    parts.append(packer.flush())
+    if packed + len(parts[-1]) > COMPRESSED_MAX:
+        return None, "compressed"
+    return b"".join(parts), None
+
+
+def exit_code(status):
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def main():
+    timeout_s = float(sys.argv[1])
+    capture = sys.argv[2]
+    command = sys.argv[3]
+    disk_limit = int(sys.argv[4]) * 1024 * 1024 if len(sys.argv) > 4 else None
+    free_at_start = free_bytes() if disk_limit else None
+    disk_exceeded = False
+    oom_before = oom_kills()
+    read_fd, write_fd = os.pipe()
+    start = time.monotonic()
+    pid = spawn(command, write_fd, read_fd)
+    os.close(write_fd)
+    deadline = start + timeout_s
+    timed_out = False
+    status = None
+    out = sys.stdout.buffer
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 and not timed_out:
+            timed_out = True
+            kill_everything(pid)
+        ready, _, _ = select.select([read_fd], [], [], 0.2 if timed_out else min(remaining, 0.2))
+        if free_at_start is not None and not disk_exceeded:
+            free_now = free_bytes()
+            if free_now is not None and free_at_start - free_now > disk_limit:
+                disk_exceeded = True
+                kill_everything(pid)
+        if ready:
+            data = os.read(read_fd, 65536)
+            if not data:
+                break
+            out.write(data)
+            continue
+        if status is None:
+            done, raw = os.waitpid(pid, os.WNOHANG)
+            if done:
+                # The command ended; whatever it left running (holding our pipe open) goes too.
+                status = raw
+                kill_everything(pid)
+    out.flush()
+    if status is None:
+        _, status = os.waitpid(pid, 0)
+    duration = time.monotonic() - start
+    kill_everything(pid)
+    if free_at_start is not None and not disk_exceeded:
+        # On a capped copy (a filesystem of its own) the cap is the disk's end: a command that
+        # reached it got "no space left" rather than a kill; say so all the same.
+        free_end = free_bytes()
+        disk_exceeded = free_end is not None and free_end < FULL_BYTES <= free_at_start
+    oom_after = oom_kills()
+    data = over = None
+    if capture:
+        try:
+            data, over = read_capture(capture)
+        except OSError:
+            pass
+    timed = "true" if timed_out else "false"
+    oom = "true" if oom_before >= 0 and oom_after > oom_before else "false"
+    over_json = "null" if over is None else f'"{over}"'
+    err = sys.stderr.buffer
+    err.write(
+        f'{{"exit_code": {exit_code(status)}, "duration_s": {duration:.6f}, '
+        f'"timed_out": {timed}, "oom_killed": {oom}, '
+        f'"capture_over": {over_json}, '
+        f'"disk_exceeded": {"true" if disk_exceeded else "false"}, "capture": '.encode()
+    )
+    # In pieces: the capture may be tens of megabytes, and one more copy of it is not needed.
+    if data is None:
+        err.write(b"null}\n")
+    else:
+        err.write(b'"')
+        err.write(binascii.b2a_base64(data, newline=False))
+        err.write(b'"}\n')
+    err.flush()
+
+
+if __name__ == "__main__":
+    main()

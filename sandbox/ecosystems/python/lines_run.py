@@ -1,0 +1,87 @@
+"""Which lines the failing tests run, and how many passing tests run them too: one traced run
+of the failing tests' files in the sandbox (the plugin in sandbox/ecosystems/python/line_trace.py).
+
+The counts are what spectrum-based fault localisation ranks (worker/search/suspects.py): a line
+every failing test runs and few passing tests do is where a bug most likely is. The run is a
+hint, never a verdict: what comes back is written by the repository's own process, so it is
+read with size caps, and a run that fails, times out or writes nonsense gives no counts.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+
+from sandbox.container.base import Sandbox
+from sandbox.testrun.run import is_pytest, narrowed, validate_test_ids
+
+TRACE_MODULE = "worker_line_trace"
+MAX_FILES = 2_000  # source files kept from one traced run
+MAX_LINE = 1_000_000
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    """Per file and line: how many failing (ef) and passing (ep) tests ran it."""
+
+    failed: int = 0
+    passed: int = 0
+    lines: Mapping[str, Mapping[int, tuple[int, int]]] = field(default_factory=dict)
+    why_empty: str = ""  # why there are no counts, when there are none
+
+    def __bool__(self) -> bool:
+        return self.failed > 0 and bool(self.lines)
+
+
+def count_lines(
+    box: Sandbox, *, test_cmd: str, test_files: Sequence[str], timeout_s: float
+) -> LineCounts:
+    """Run the tests of `test_files` traced; the counts, or empty ones saying why not."""
+    if not is_pytest(test_cmd):
+        return LineCounts(why_empty="the test command is not pytest")
+    try:
+        files = validate_test_ids(list(dict.fromkeys(test_files)))
+    except ValueError as exc:
+        return LineCounts(why_empty=str(exc))
+    if not files:
+        return LineCounts(why_empty="no test files")
+    out = f"/tmp/worker-lines-{secrets.token_hex(4)}.json"
+    plugin = box.stage(TRACE_MODULE + ".py", _plugin())
+    env = {"WORKER_TRACE_OUT": out, "PYTHONPATH": plugin.rsplit("/", 1)[0]}
+    args = " ".join(shlex.quote(f) for f in files)
+    command = (
+        f"rm -f {out}; {narrowed(test_cmd, files)} -q -p no:cacheprovider -p {TRACE_MODULE} {args}"
+    )
+    result = box.run(command, timeout_s=timeout_s, capture_file=out, env=env)
+    if result.timed_out:
+        return LineCounts(why_empty=f"the traced run did not finish in {timeout_s:.0f}s")
+    return parse_counts(result.captured or b"")
+
+
+def parse_counts(data: bytes) -> LineCounts:
+    """The plugin's JSON, checked field by field; anything malformed gives empty counts."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+        failed, passed = int(raw["failed"]), int(raw["passed"])
+        lines: dict[str, dict[int, tuple[int, int]]] = {}
+        for rel, counts in list(raw["lines"].items())[:MAX_FILES]:
+            if not isinstance(rel, str) or not isinstance(counts, dict):
+                raise ValueError("not a file's counts")
+            kept = {}
+            for line, pair in counts.items():
+                number, ef, ep = int(line), int(pair[0]), int(pair[1])
+                if not (0 < number <= MAX_LINE and 0 <= ef <= failed and 0 <= ep <= passed):
+                    raise ValueError("counts out of range")
+                kept[number] = (ef, ep)
+            lines[rel] = kept
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError):
+        return LineCounts(why_empty="the traced run wrote no readable counts")
+    return LineCounts(failed=failed, passed=passed, lines=lines)
+
+
+def _plugin() -> bytes:
+    return resources.files("sandbox.ecosystems.python").joinpath("line_trace.py").read_bytes()

@@ -1,0 +1,400 @@
+"""The dependency set-up phase, cached as an image keyed by what determines its result.
+
+`pip install -e .[test]` runs once, on a throwaway copy of the tree, as the sandbox user; the
+container is committed as `worker-setup:<key>`, so the next run on the same repository starts
+warm. Installing runs the project's own build code, so its network is fenced
+(sandbox/setup/network.py): by default the package index alone. The index and proxy variables a
+pip user has set, and the extra ones named in `SetupSpec.env_names` (a private index's token),
+reach the set-up command through its exec environment only: never the container's configuration
+(so never the committed image's), never a file, never a progress line. Their names, the network
+mode and the allowed hosts are part of the key; their values are not. The agent's own sandbox
+never has a network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from policies.config import ENV_NAME
+from policies.isolation import HARDENED, Isolation
+from policies.limits import Limits
+from sandbox.container.docker_sandbox import DockerSandbox
+from sandbox.container.image import DEFAULT_IMAGE
+from sandbox.container.results import CommandResult
+from sandbox.ecosystems.python.vcs_version import VcsVersion, asks_git_for_version, checkout_version
+from sandbox.errors import SandboxError, SandboxUsageError
+from sandbox.home import worker_home
+from sandbox.setup.log import failure_cause, keep_log
+from sandbox.setup.network import (
+    INDEX_VARIABLES,
+    NETWORK_MODES,
+    PROXY_VARIABLES,
+    NetworkMode,
+    NetworkPlan,
+    ProxyFence,
+    attach,
+    network_error_in,
+    plan_network,
+)
+from sandbox.setup.tree import added_files, ensure_on_host, manifest, store
+from sandbox.worktree.workspace import make_run_dir, remove_dir, snapshot
+
+SETUP_REPOSITORY = "worker-setup"
+DEPENDENCY_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "pdm.lock",
+    "environment.yml",
+    "package.json",
+    "package-lock.json",
+)
+#: Where else the set-up inference (sandbox/ecosystems/python/setup_infer.py) reads requirements
+#: from.
+DEPENDENCY_GLOBS = (
+    "*requirements*.txt",
+    "requirements/*.txt",
+    "requirements/*.in",
+    "tests/requirements*.txt",
+    "tox.ini",
+)
+TAIL_LINES = 15
+#: What changes the set-up images' contents beyond the key's inputs: bump to set up anew.
+RECIPE = "2"  # 2: files set-up writes into the tree kept; versions from git; a fresh pip env
+#: pip in the image's venv sees the base's packages (Debian's pytest 7.2) as installed and keeps
+#: them; a fresh environment, which is what a project's CI has, gets what its requirements ask
+#: for at the newest, as pip resolves it with nothing installed.
+FRESH_ENV = {"PIP_IGNORE_INSTALLED": "1"}
+#: Temporary files on the set-up container's disk, not in its 256 MB /tmp: pip keeps every wheel
+#: its resolver tries there (filelock's test extras: 78 virtualenv wheels of 5.5 MB, "No space
+#: left on device", bench/corpus.py). pip removes them when it ends, before the commit.
+SETUP_TMP = {"TMPDIR": "/var/tmp"}
+_NAME = re.compile(ENV_NAME)
+_URL_SECRET = re.compile(r"://[^/@\s]+@")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupSpec:
+    """One dependency set-up: its command, its network, the host variables it also gets."""
+
+    command: str
+    network: NetworkMode = "index"
+    env_names: tuple[str, ...] = ()  # read from os.environ at run time, passed to set-up only
+    timeout_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        bad = [n for n in self.env_names if not _NAME.match(n)]
+        if bad:
+            raise SandboxUsageError(f"not an environment variable name: {', '.join(bad)}")
+        if self.network not in NETWORK_MODES:
+            raise SandboxUsageError(
+                f"set-up network must be one of {', '.join(NETWORK_MODES)}: {self.network}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupResult:
+    """The set-up image and how it came to be; `allowed_hosts` is empty unless `index`."""
+
+    image: str
+    cached: bool
+    duration_s: float
+    network: str
+    allowed_hosts: tuple[str, ...]
+    #: A host folder of the files set-up wrote into the tree, laid over each new copy.
+    tree: Path | None = None
+    version: str | None = None  # handed to a build that reads its version from git
+    log: Path | None = None  # the set-up's whole output, where this machine kept it
+
+
+class SetupFailed(SandboxError):
+    """The set-up command failed or ran out of time; `str()` is one line naming both."""
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        tail: str,
+        network_error: str | None,
+        setup_network: str,
+        how: str,
+        timed_out: bool = False,
+        cause: str = "",
+        log: Path | None = None,
+    ) -> None:
+        self.command = command
+        self.tail = tail
+        self.network_error = network_error
+        self.setup_network = setup_network
+        self.timed_out = timed_out
+        self.log = log
+        shown = " ".join(command.split())
+        shown = shown if len(shown) <= 100 else shown[:97] + "..."
+        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+        cause = (network_error or cause or last or "no output")[:240]
+        where = f" (whole log: {log})" if log else ""
+        super().__init__(
+            f"set-up command {how}, network {setup_network}: `{shown}`: {cause}{where}"
+        )
+
+
+def setup_key(
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    repo: Path,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """Hash of the base image id, the command, the network (mode, allowed hosts, the names of
+    the variables passed: never their values) and the dependency files' contents."""
+    plan = plan_network(spec.network, env_names=spec.env_names, environ=_environ(environ))
+    version = checkout_version(repo) if asks_git_for_version(repo) else None
+    return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
+
+
+def prepare_setup_image(
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    repo: Path,
+    limits: Limits,
+    isolation: Isolation = HARDENED,
+    progress: Callable[[str], None] = lambda _m: None,
+    egress_network: str = "bridge",
+    environ: Mapping[str, str] | None = None,
+    proxy_image: str = DEFAULT_IMAGE,
+) -> SetupResult:
+    """The set-up image for `repo`, built now unless already cached.
+
+    `egress_network` is where set-up reaches the outside: the proxy's second network in `index`
+    mode, the set-up container's own in `full`. `proxy_image` holds tinyproxy (the sandbox
+    image does). Raises SetupFailed when the command fails or times out."""
+    started = time.monotonic()
+    env_source = _environ(environ)
+    plan = plan_network(spec.network, env_names=spec.env_names, environ=env_source)
+    version = checkout_version(repo) if asks_git_for_version(repo) else None
+    key = _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
+    tag = f"{SETUP_REPOSITORY}:{key}"
+    kept = worker_home() / "setup" / key
+
+    def result(cached: bool) -> SetupResult:
+        return SetupResult(
+            image=tag,
+            cached=cached,
+            duration_s=round(time.monotonic() - started, 3),
+            network=spec.network,
+            allowed_hosts=plan.allowed_hosts,
+            tree=ensure_on_host(client, tag, kept / "tree"),
+            version=version.version if version else None,
+            log=kept / "setup.log" if (kept / "setup.log").is_file() else None,
+        )
+
+    try:
+        client.images.get(tag)
+        progress(f"set-up cached: {tag}")
+        return result(True)
+    except docker.errors.ImageNotFound:
+        pass
+    missing = [n for n in spec.env_names if n not in env_source]
+    if missing:
+        raise SandboxUsageError(f"set-up needs {', '.join(missing)}: not set in the environment")
+    where = f"only {', '.join(plan.allowed_hosts)}" if spec.network == "index" else spec.network
+    for note in plan.notes:
+        progress(note)
+    progress(f"set-up (network: {where}): {_summary(spec.command)}")
+    if version is not None:
+        progress(f"set-up: the build reads its version from git: given {version.version}")
+    run_dir = make_run_dir("worker-setup-")
+    try:
+        workspace = snapshot(repo, run_dir)
+        before = manifest(workspace.path)
+        with ExitStack() as stack:
+            fence = None
+            target = egress_network if spec.network == "full" else None
+            if spec.network == "index":
+                fence = stack.enter_context(
+                    ProxyFence(
+                        client=client,
+                        image=proxy_image,
+                        plan=plan,
+                        egress_network=egress_network,
+                        config_dir=run_dir / "proxy",
+                    )
+                )
+                target = fence.network
+            box = DockerSandbox(
+                client=client,
+                image=base_image,
+                workspace=workspace.path,
+                control_dir=run_dir / "control",
+                limits=limits,
+                log_dir=run_dir / "logs",
+                # A writable root: that is what set-up is for; the result is committed, and the
+                # agent's sandbox gets neither it nor any network. With a network, the host's CA
+                # bundle is mounted (DockerSandbox does that for a networked container).
+                isolation=replace(isolation, network=spec.network != "none", read_only_root=False),
+                labels={"worker.phase": "setup"},
+            )
+            stack.enter_context(box)
+            if target is not None and target != "bridge":
+                attach(client, box.container_id, target)
+            env = {**plan.command_env(fence.url if fence else None), **FRESH_ENV, **SETUP_TMP}
+            env |= version.env() if version else {}
+            ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
+            secrets = _secrets(spec, env_source)
+            log = keep_log(ran, kept / "setup.log", redact=secrets)
+            refused = fence.refused_hosts() if fence else ()
+            if not ran.ok:
+                raise _failure(spec, plan, ran, refused, secrets=secrets, log=log)
+            if refused:  # it did without them; the user may want to know all the same
+                progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
+            found = added_files(before, manifest(workspace.path))
+            store(client, box.container_id, workspace.path, found, kept / "tree")
+            if found.files:
+                progress(f"set-up wrote {_files(found.files)} into the tree: kept with the image")
+            if found.left_out:
+                progress(f"set-up: not kept (over the caps): {_files(found.left_out)}")
+            _commit(client, box.container_id, base_image=base_image, tag=key, spec=spec)
+    finally:
+        remove_dir(run_dir)
+    done = result(False)
+    progress(f"set-up done in {done.duration_s:.1f}s, cached as {tag}")
+    return done
+
+
+def _summary(command: str) -> str:
+    """A set-up command in a few words: a long one (a lock file's export) by what it installs.
+
+    >>> _summary("python -m pip install -e '.[test]'")
+    "python -m pip install -e '.[test]'"
+    """
+    if len(command) <= 160:
+        return command
+    tools = [t for t in ("uv export", "poetry export", "pdm export") if t in command]
+    how = f"{tools[0]}, then pip" if tools else "pip"
+    return f"{command[:100]}... ({how}; the whole command is in report.json)"
+
+
+def _files(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:3])
+    return f"{len(names)} files ({shown}{', ...' if len(names) > 3 else ''})"
+
+
+def dependency_files(repo: Path) -> list[str]:
+    """The files whose content decides what a set-up installs (and so its cache key)."""
+    found = {*DEPENDENCY_FILES}
+    for pattern in DEPENDENCY_GLOBS:
+        found.update(p.relative_to(repo).as_posix() for p in sorted(repo.glob(pattern))[:50])
+    return sorted(found)
+
+
+def _key(
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    repo: Path,
+    plan: NetworkPlan,
+    version: VcsVersion | None,
+) -> str:
+    digest = hashlib.sha256()
+    digest.update(client.images.get(base_image).id.encode())
+    given = version.key if version else ""
+    for part in (RECIPE, spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts, given):
+        digest.update(b"\0" + part.encode())
+    digest.update(b"\0")
+    for name in dependency_files(repo):
+        path = repo / name
+        if path.is_file() and not path.is_symlink():
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:24]
+
+
+def _commit(
+    client: docker.DockerClient, container_id: str, *, base_image: str, tag: str, spec: SetupSpec
+) -> None:
+    """Commit with the base image's own environment: the daemon merges the container's
+    variables in (only the sandbox's fixed BASE_ENV: the set-up's variables were the exec's)."""
+    base_env = client.images.get(base_image).attrs.get("Config", {}).get("Env") or []
+    labels = {"worker.setup": spec.command[:200], "worker.base": base_image}
+    client.api.commit(
+        container_id,
+        repository=SETUP_REPOSITORY,
+        tag=tag,
+        conf={"Env": base_env, "Labels": labels, "Cmd": ["sleep", "infinity"]},
+    )
+
+
+def _failure(
+    spec: SetupSpec,
+    plan: NetworkPlan,
+    ran: CommandResult,
+    refused: tuple[str, ...],
+    *,
+    secrets: list[str],
+    log: Path | None,
+) -> SetupFailed:
+    output = _redact(ran.output, secrets)
+    try:
+        whole = log.read_text(errors="replace") if log else output
+    except OSError:
+        whole = output
+    tail = "\n".join(output.rstrip().splitlines()[-TAIL_LINES:])
+    network_error = network_error_in(output)
+    if refused:
+        network_error = (
+            f"the set-up proxy refused {', '.join(refused[:5])}: index mode reaches "
+            f"{', '.join(plan.allowed_hosts)} only (an index named in PIP_INDEX_URL or "
+            "UV_INDEX_URL joins them; --setup-network full allows any host)"
+        )
+    how = (
+        f"timed out after {ran.duration_s:.0f}s" if ran.timed_out else f"failed ({ran.describe()})"
+    )
+    return SetupFailed(
+        command=spec.command,
+        tail=tail,
+        network_error=network_error,
+        setup_network=spec.network,
+        how=how,
+        timed_out=ran.timed_out,
+        cause=failure_cause(whole),
+        log=log,
+    )
+
+
+def _secrets(spec: SetupSpec, environ: Mapping[str, str]) -> list[str]:
+    """Values never to repeat: the named variables', and passwords inside index/proxy URLs."""
+    values = [environ[n] for n in spec.env_names if len(environ.get(n, "")) >= 4]
+    for name in (*INDEX_VARIABLES, *PROXY_VARIABLES):
+        for match in _URL_SECRET.finditer(environ.get(name, "")):
+            values.append(match.group(0)[3:-1])
+    return sorted(set(values), key=len, reverse=True)
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for value in secrets:
+        text = text.replace(value, "****")
+    return text
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ

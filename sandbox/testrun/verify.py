@@ -1,0 +1,179 @@
+"""The harness's own check: the original snapshot plus the patch, in a fresh container."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+from sandbox.container.base import SandboxBase
+from sandbox.errors import SandboxError
+from sandbox.session import BoxSpec, guard_fixtures, make_box, workspace_owner
+from sandbox.testrun.run import TestRun, run_tests
+from sandbox.worktree.capped_dir import image_size, mount_capped
+from sandbox.worktree.scratch import make_scratch_dir
+from sandbox.worktree.workspace import Workspace, chown_tree, remove_dir
+
+
+class CleanCheck:
+    """The harness's own check: a fresh sandbox (as `spec` describes) on a clean export of the
+    original snapshot.
+
+    `start()` exports the snapshot and starts the sandbox in a thread, so that a run can have it
+    ready while the model works; the patch goes in only when `verify` is called. Nothing of the
+    working sandbox can reach it: its own scratch folder (written from the snapshot, never from
+    the working copy), its own container; its logs go to `work_dir/logs`. One use; `close()` (or
+    the `with` block) removes the container and the scratch folder.
+    """
+
+    def __init__(self, *, spec: BoxSpec, workspace: Workspace, work_dir: Path) -> None:
+        self._spec = spec
+        self._workspace = workspace
+        self._work_dir = work_dir
+        self._scratch: Path | None = None
+        self._fresh = Path()  # set in _prepare, inside the scratch folder
+        self._box: SandboxBase | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._used = False
+        self._cancelled = False
+        self._removal: threading.Thread | None = None
+        self._removal_error: BaseException | None = None
+
+    def __enter__(self) -> CleanCheck:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Begin preparing in the background; `verify` waits for it."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._prepare, name="clean-check", daemon=True)
+            self._thread.start()
+
+    def _prepare(self) -> None:
+        try:
+            self._work_dir.mkdir(parents=True)
+            self._scratch = make_scratch_dir()
+            self._fresh = self._scratch / "workspace"
+            self._fresh.mkdir()
+            if self._workspace.capped:  # the clean copy is capped as the working one is
+                ws = self._workspace
+                size = image_size(
+                    tree_bytes=ws.tree_bytes, files=ws.files, cap_mb=self._spec.limits.workspace_mb
+                )
+                mount_capped(self._fresh, size_bytes=size, files=ws.files)
+            self._workspace.export_snapshot(self._fresh)
+            box = make_box(
+                self._spec,
+                workspace=self._fresh,
+                control_dir=self._scratch / "control",
+                log_dir=self._work_dir / "logs",
+                labels={"worker.phase": "verify"},
+            )
+            self._box = box  # before start: close() removes a half-started container too
+            box.start()
+        except BaseException as exc:  # noqa: BLE001 - raised again, in the caller's thread
+            self._error = exc
+
+    def _wait(self) -> None:
+        self.start()
+        assert self._thread is not None
+        self._thread.join()
+
+    def verify(self, patch: str, *, test_cmd: str, timeout_s: float | None = None) -> TestRun:
+        """Apply `patch` to the clean copy, then run the whole test command there."""
+        if self._used:
+            raise SandboxError("a clean check is used once")
+        self._used = True
+        self._wait()
+        if self._error is not None:
+            raise self._error
+        if self._cancelled:
+            raise SandboxError("the clean check was cancelled")
+        assert self._box is not None
+        apply_patch_to(self._fresh, patch)
+        spec = self._spec
+        owner = workspace_owner(spec.backend)
+        if owner is not None and os.geteuid() == 0:
+            chown_tree(self._fresh, owner)
+            if spec.protect is not None and not spec.isolation.run_as_root:
+                guard_fixtures(self._box, self._workspace, self._fresh, spec.protect)
+        try:
+            return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
+        finally:
+            # Used once: its container goes now, while the run writes its report, not after.
+            self._removal = threading.Thread(target=self._remove_box, name="clean-check-rm")
+            self._removal.start()
+
+    def cancel(self) -> None:
+        """Stop a verification under way on another thread, or one not begun: the container
+        goes now (after its start, if it is starting), so a test run in it ends at once."""
+        self._cancelled = True
+        if self._thread is not None:
+            self._wait()
+        self._remove_box()
+
+    def _remove_box(self) -> None:
+        box, self._box = self._box, None
+        try:
+            if box is not None:
+                box.close()
+        except BaseException as exc:  # noqa: BLE001 - raised again by close(), in its thread
+            self._removal_error = exc
+
+    def close(self) -> None:
+        """Remove the sandbox and the copy (waits for a start or a removal under way)."""
+        if self._thread is not None:
+            self._wait()
+        try:
+            if self._removal is not None:
+                self._removal.join()
+            else:
+                self._remove_box()
+            error, self._removal_error = self._removal_error, None
+            if error is not None:
+                raise error
+        finally:
+            if self._scratch is not None:
+                remove_dir(self._scratch)
+
+
+def verify_patch(
+    *,
+    spec: BoxSpec,
+    workspace: Workspace,
+    patch: str,
+    test_cmd: str,
+    work_dir: Path,
+    timeout_s: float | None = None,
+) -> TestRun:
+    """Apply `patch` to a clean export of the snapshot and run the whole test command there, in
+    a fresh sandbox as `spec` describes."""
+    check = CleanCheck(spec=spec, workspace=workspace, work_dir=work_dir)
+    with check:
+        return check.verify(patch, test_cmd=test_cmd, timeout_s=timeout_s)
+
+
+def apply_patch_to(tree: Path, patch: str, *, check_only: bool = False) -> None:
+    """`git apply` a patch to a plain directory (no repository), all or nothing."""
+    if not patch.strip():
+        return
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": str(tree),
+        "GIT_CEILING_DIRECTORIES": str(tree.parent),
+    }
+    args = ["git", "apply", "--whitespace=nowarn"] + (["--check"] if check_only else [])
+    proc = subprocess.run(
+        [*args, "-"], cwd=tree, input=patch.encode(), capture_output=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise SandboxError(
+            "the patch does not apply: " + proc.stderr.decode(errors="replace").strip()[:500]
+        )
