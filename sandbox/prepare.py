@@ -15,7 +15,7 @@ from sandbox.container.client import connect
 from sandbox.container.image import DEFAULT_IMAGE, ensure_image
 from sandbox.container.local_sandbox import LOCAL_SANDBOX_WARNING
 from sandbox.container.prune import sweep_leftovers
-from sandbox.ecosystems.python.choice import PythonChoice
+from sandbox.ecosystems.base import Toolchain
 from sandbox.errors import SandboxError
 from sandbox.session import Backend, BoxSpec, SandboxSession
 from sandbox.setup.cache import SetupResult, SetupSpec, prepare_setup_image
@@ -65,14 +65,13 @@ def prepare(
     limits: Limits,
     progress: Callable[[str], None],
     isolation: Isolation = HARDENED,
-    python: PythonChoice | None = None,
+    toolchain: Toolchain | None = None,
     before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
 ) -> Prepared:
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up; with
-    no `image` named, the image of the `python` chosen (sandbox/ecosystems/python/choice.py), built
-    once
-    and said in one line; `before_setup(client, image)` runs once the image is there, before
-    the set-up does."""
+    no `image` named, the image of the `toolchain` the project's ecosystem chose (the Python,
+    the Node it asks for: sandbox/ecosystems/), built once and said in one line;
+    `before_setup(client, image)` runs once the image is there, before the set-up does."""
     if backend == "local":
         progress(LOCAL_SANDBOX_WARNING)
         sweep_leftovers(None, progress=progress)
@@ -91,10 +90,10 @@ def prepare(
     client = connect()
     sweep_leftovers(client, progress=progress)  # of workers killed before they could clean up
     name, built_s, ensured = image or DEFAULT_IMAGE, None, None
-    if image is None and python is not None:
-        name = ensured = python.suite.image
-        built_s = ensure_image(client, name=name, suite=python.suite, progress=progress).built_s
-        progress(python.describe(built_s))
+    if image is None and toolchain is not None:
+        name = ensured = toolchain.image
+        built_s = toolchain.ensure(client, progress=progress)
+        progress(toolchain.describe(built_s))
     # The set-up's filtering proxy runs from the default image (it holds tinyproxy).
     proxy = setup is not None and setup.network == "index"
     if (name == DEFAULT_IMAGE or proxy) and ensured != DEFAULT_IMAGE:

@@ -163,7 +163,7 @@ def test_a_24_mb_capture_comes_back_whole_from_the_local_backend(make_local):
 @pytest.mark.docker
 def test_a_report_past_the_cap_is_refused_as_too_large_in_a_container(open_sandbox, make_repo):
     session = open_sandbox(make_repo(STRETCHED))
-    run = run_tests(session.box)
+    run = run_tests(session.box, test_cmd="python -m pytest")
     assert run.summary is None and "too large (over 512 MiB)" in run.junit_error
     assert not run.passed
     assert "the JUnit report was not read" in run.verdict.describe()

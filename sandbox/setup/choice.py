@@ -21,11 +21,12 @@ import docker
 import docker.errors
 
 from policies.config import WorkerConfig
+from sandbox.ecosystems.base import Ecosystem
 from sandbox.ecosystems.python.choice import WrongPython
 from sandbox.ecosystems.python.pins import python_satisfies
-from sandbox.ecosystems.python.setup_infer import SetupPlan, infer_setup
 from sandbox.home import worker_home
 from sandbox.setup.cache import SetupSpec
+from sandbox.setup.plan import SetupPlan
 
 Source = Literal["given", "inferred", "none", "off"]
 PYTHON_CACHE = "image-python.json"  # image id -> its Python, under the worker's cache folder
@@ -75,8 +76,15 @@ class SetupChoice:
         }
 
 
-def choose_setup(repo: Path, config: WorkerConfig) -> SetupChoice:
-    """The given set-up, else the inferred one (unless set-up is off)."""
+def choose_setup(
+    repo: Path, config: WorkerConfig, ecosystem: Ecosystem | None = None
+) -> SetupChoice:
+    """The given set-up, else the one `ecosystem` infers (unless set-up is off); with no
+    ecosystem, the one the repository's files or test command name (sandbox/ecosystems/)."""
+    if ecosystem is None:
+        from sandbox.ecosystems import ecosystem_for
+
+        ecosystem = ecosystem_for(repo, config.test_cmd)
 
     def spec(command: str) -> SetupSpec:
         return SetupSpec(
@@ -86,7 +94,10 @@ def choose_setup(repo: Path, config: WorkerConfig) -> SetupChoice:
             timeout_s=config.setup_timeout_s,
         )
 
-    plan = infer_setup(repo) if config.setup_infer else None
+    if ecosystem is None:
+        plan = SetupPlan(command=None) if config.setup_infer else None
+    else:
+        plan = ecosystem.infer_setup(repo) if config.setup_infer else None
     if config.setup:
         return SetupChoice(source="given", spec=spec(config.setup), plan=plan)
     if plan is None:

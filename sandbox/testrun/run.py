@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import re
-import secrets
 import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from sandbox.container.base import Sandbox
 from sandbox.container.results import CommandResult
-from sandbox.errors import SandboxUsageError
-from sandbox.testrun.junit import TestSummary, parse_junit
+from sandbox.ecosystems import ecosystem_running
+from sandbox.ecosystems.base import Instrumented
+from sandbox.testrun.junit import TestSummary
 from sandbox.testrun.verdict import Verdict, judge_run
-
-DEFAULT_TEST_CMD = "python -m pytest"
-# JUnit with what failing tests printed and logged (not passing ones: the report stays small).
-PYTEST_FLAGS = (
-    "-q -p no:cacheprovider -o junit_family=xunit1 -o junit_logging=all "
-    "-o junit_log_passing_tests=false"
-)
-STAMP_MODULE = "worker_junit_stamp"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,20 +123,6 @@ class TestRun:
         return "\n".join(lines)
 
 
-def is_pytest(test_cmd: str) -> bool:
-    """True for commands that run pytest, so JUnit XML can be asked for."""
-    words = shlex.split(test_cmd)
-    return any(Path(w).name in ("pytest", "py.test") for w in words) or "pytest" in words
-
-
-def detect_test_command(workspace: Path) -> str:
-    """The test command to use when none is given: pytest for Python projects."""
-    markers = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
-    if any((workspace / m).exists() for m in markers) or any(workspace.glob("**/*.py")):
-        return DEFAULT_TEST_CMD
-    raise SandboxUsageError(f"cannot tell how to run the tests of {workspace}: pass --test-cmd")
-
-
 def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
     """Test ids as arguments: refuse anything that would be read as an option."""
     clean = []
@@ -158,78 +133,45 @@ def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
     return clean
 
 
-_SHELL = re.compile(r"[;&|$`()<>\n]")
-
-
-def narrowed(command: str, test_ids: Sequence[str]) -> str:
-    """`command` without the paths it names that hold every test asked for: with `pytest
-    tests` and the id `tests/test_a.py::test_x`, only that test runs, not the folder besides.
-
-    >>> narrowed("python -m pytest toolz/tests -q", ["toolz/tests/test_a.py::test_x"])
-    'python -m pytest -q'
-    >>> narrowed("python -m pytest tests", ["other/test_b.py::test_y"])
-    'python -m pytest tests'
-    >>> narrowed("python -m pytest pytest", ["pytest/test_c.py"])
-    'python -m pytest'
-
-    A command with shell syntax in it is left as it is."""
-    if _SHELL.search(command):
-        return command
-    words = shlex.split(command)
-
-    def holds(path: str) -> bool:
-        folder = path.rstrip("/") + "/"
-        return all(t == path or t.startswith((folder, path + "::")) for t in test_ids)
-
-    runner = next((i for i, w in enumerate(words) if Path(w).name in ("pytest", "py.test")), None)
-    if runner is None:
-        return command
-    rest = [w for w in words[runner + 1 :] if w.startswith("-") or not holds(w)]
-    kept = words[: runner + 1] + rest
-    return command if len(kept) == len(words) else shlex.join(kept)
-
-
 def run_tests(
     box: Sandbox,
     *,
-    test_cmd: str = DEFAULT_TEST_CMD,
+    test_cmd: str,
     test_ids: Sequence[str] = (),
     timeout_s: float | None = None,
 ) -> TestRun:
-    """Run the test command (or the given test ids) and parse its JUnit report."""
+    """Run the test command (or the given test ids) and read the per-test report its
+    ecosystem's runner writes (sandbox/ecosystems/): JUnit for pytest, the runner's own for
+    vitest, jest, mocha, node --test; none for a command no ecosystem knows (exit code only)."""
     ids = validate_test_ids(test_ids)
-    junit = token = None
-    command = test_cmd
-    env: dict[str, str] = {}
-    if is_pytest(test_cmd):
-        junit = f"/tmp/worker-junit-{secrets.token_hex(4)}.xml"
-        token = secrets.token_hex(16)
-        plugin = box.stage(STAMP_MODULE + ".py", _stamp_plugin())
-        env = {"WORKER_RUN_TOKEN": token, "PYTHONPATH": plugin.rsplit("/", 1)[0]}
-        command = f"{test_cmd} {PYTEST_FLAGS} -p {STAMP_MODULE} --junitxml={junit}"
-    if ids:
-        command = f"{narrowed(command, ids)} {' '.join(shlex.quote(t) for t in ids)}"
-    if junit:
-        command = f"rm -f {junit}; {command}"
-    result = box.run(command, timeout_s=timeout_s, capture_file=junit, env=env)
+    ecosystem = ecosystem_running(test_cmd)
+    how = (
+        ecosystem.instrument(test_cmd, ids, workspace=box.workspace, stage=box.stage)
+        if ecosystem is not None
+        else None
+    )
+    if how is None:
+        command = test_cmd
+        if ids:
+            command = f"{command} {' '.join(shlex.quote(t) for t in ids)}"
+        how = Instrumented(command=command)
+    result = box.run(
+        how.command, timeout_s=timeout_s, capture_file=how.report_path, env=dict(how.env)
+    )
     summary = None
     junit_error = result.capture_error
-    if result.captured:
+    if result.captured and how.read_report is not None:
         try:
-            summary = parse_junit(result.captured)
+            summary = how.read_report(result.captured)
         except ValueError as exc:
             junit_error = str(exc)
     return TestRun(
-        command=command,
+        command=how.command,
         result=result,
         summary=summary,
-        expects_junit=junit is not None,
-        token=token,
+        expects_junit=how.report_path is not None,
+        token=how.token,
         junit_error=junit_error,
         test_ids=tuple(ids),
         test_cmd=test_cmd,
     )
-
-
-def _stamp_plugin() -> bytes:
-    return resources.files("sandbox.ecosystems.python").joinpath("junit_stamp.py").read_bytes()

@@ -28,7 +28,7 @@ from sandbox.testrun.junit import TestSummary
 SHADOWING_NAMES = frozenset(
     {"pytest.py", "py.py", "pluggy.py", "sitecustomize.py", "usercustomize.py", "unittest.py"}
 )
-SHADOWING_DIRS = frozenset({"pytest", "_pytest", "pluggy", "py", "unittest"})
+SHADOWING_DIRS = frozenset({"pytest", "_pytest", "pluggy", "py", "unittest", "node_modules"})
 
 #: The JUnit property our pytest plugin (sandbox/ecosystems/python/junit_stamp.py) writes the run's
 #: token to.
@@ -42,10 +42,13 @@ RULE_TEXT = {
 MAX_REASONS_SHOWN = 6
 
 # Added lines of a patch that reach into the test runner instead of fixing the code: stopping
-# the process, rewriting pytest, writing the report, tracing the interpreter.
+# the process, rewriting pytest, writing the report, tracing the interpreter; in Node, ending
+# or hooking the process, reaching into the runners or the module loader.
 TAMPERING = re.compile(
     r"\bos\s*\.\s*_exit\b|\b_pytest\b|\bpytest\b|junit|\bsys\s*\.\s*(settrace|setprofile)\b"
-    r"|\batexit\b|PYTEST_",
+    r"|\batexit\b|PYTEST_"
+    r"|\bprocess\s*\.\s*(exit|reallyExit|exitCode|abort|kill|on|once)\b"
+    r"|\b(vitest|jest|mocha|node:test)\b|\brequire\s*\.\s*cache\b|\bModule\s*\._",
     re.IGNORECASE,
 )
 
@@ -207,4 +210,5 @@ def _shadows_runner(path: str) -> bool:
         parts[-1] in SHADOWING_NAMES
         or parts[-1].endswith(".pth")
         or (len(parts) > 1 and parts[0] in SHADOWING_DIRS)
+        or "node_modules" in parts[:-1]  # a runner or a dependency, at any depth
     )

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from policies.paths import Protection
 from sandbox.errors import SandboxError, SandboxUsageError
-from sandbox.setup.tree import lay_over
 from sandbox.worktree.capped_dir import image_size, mount_capped, unmount_under
+from sandbox.worktree.overlay import lay_over
 from sandbox.worktree.scratch import make_scratch_dir
 from sandbox.worktree.user_git import last_error_line, user_git
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sandbox.ecosystems import detect_test_command
+from sandbox.ecosystems.python.pytest_command import is_pytest
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
-from sandbox.testrun.run import TestRun, detect_test_command, is_pytest, run_tests
+from sandbox.testrun.run import TestRun, run_tests
 from sandbox.worktree.user_git import user_git
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.ci.failures import exists_in, read_junit_files
@@ -101,7 +103,7 @@ class CiRun:
         self.ci["baseline"] = tests_dict(baseline)
         if baseline.passed:
             return []
-        check_environment(baseline, self.fix.request.repo, self.fix.setup_said)
+        check_environment(baseline, self.fix.request.repo, self.fix.setup_said, self.fix.ecosystem)
         if baseline.summary is None or not baseline.summary.failing_ids():
             return [baseline.test_cmd]  # no ids to name: the command as a whole failed
         return baseline.summary.failing_ids()
@@ -169,7 +171,9 @@ class CiRun:
         if self._test_cmd is None:
             config = self.fix.request.config
             where = session.workspace.path if session else self.fix.request.repo
-            self._test_cmd = config.test_cmd or detect_test_command(where)
+            self._test_cmd = config.test_cmd or detect_test_command(
+                where, shown=self.fix.request.repo
+            )
         return self._test_cmd
 
     @contextlib.contextmanager

@@ -12,8 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from sandbox.ecosystems.python.pytest_command import is_pytest
 from sandbox.session import SandboxSession
-from sandbox.testrun.run import TestRun, is_pytest, run_tests
+from sandbox.testrun.run import TestRun, run_tests
 
 Kind = Literal["failing", "flaky", "unknown"]
 #: Stands for the whole test command when it is not pytest: it cannot be re-run test by test.

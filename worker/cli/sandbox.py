@@ -13,13 +13,11 @@ from sandbox.container.client import connect
 from sandbox.container.image import ensure_image
 from sandbox.container.prune import prune as prune_containers
 from sandbox.container.suites import DEFAULT_SUITE, SUITES, suite_for
-from sandbox.ecosystems.python.choice import python_for
-from sandbox.ecosystems.python.missing_modules import missing_modules
+from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
 from sandbox.setup.choice import before_setup, choose_setup
 from sandbox.testrun.missing_programs import missing_programs
-from sandbox.testrun.run import detect_test_command
 from sandbox.testrun.run import run_tests as run_test_cmd
 from sandbox.worktree.workspace import make_run_dir, remove_dir
 from worker.cli.setup_flags import add_setup_arguments, setup_overrides
@@ -96,7 +94,8 @@ def run_tests(args: argparse.Namespace) -> int:
     if not repo.is_dir():
         raise UsageError(f"repository not found: {args.repo}")
     config = load_config(repo, preset=args.policy, overrides=setup_overrides(args))
-    choice = choose_setup(repo, config)
+    ecosystem = ecosystem_for(repo, args.test_cmd or config.test_cmd)
+    choice = choose_setup(repo, config, ecosystem)
     image = args.image or config.image
 
     prepared = prepare(
@@ -104,7 +103,9 @@ def run_tests(args: argparse.Namespace) -> int:
         isolation=config.isolation,
         repo=repo,
         image=image,
-        python=python_for(repo, image=image, backend=args.backend),
+        toolchain=ecosystem.toolchain(repo, image=image, backend=args.backend)
+        if ecosystem
+        else None,
         setup=choice.spec,
         before_setup=lambda client, image: before_setup(choice, client, image, say=_progress),
         limits=config.limits,
@@ -126,15 +127,19 @@ def run_tests(args: argparse.Namespace) -> int:
         ) as session:
             run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
             test_cmd = (
-                args.test_cmd or config.test_cmd or detect_test_command(session.workspace.path)
+                args.test_cmd
+                or config.test_cmd
+                or detect_test_command(session.workspace.path, shown=repo)
             )
             test_run = run_test_cmd(session.box, test_cmd=test_cmd, timeout_s=args.timeout)
     finally:
         if not keep:
             remove_dir(run_dir)
     if not test_run.passed:
-        for module in missing_modules(test_run, repo):
-            _progress(f"environment: {module.describe()}; {choice.said()}")
+        if ecosystem and (
+            problem := ecosystem.environment_problem(test_run, repo, setup_said=choice.said())
+        ):
+            _progress(f"environment: {problem}")
         for program in missing_programs(test_run, repo):
             said = f"; {choice.said()}" if program.declared_in else ""
             _progress(f"environment: {program.describe()}{said}")

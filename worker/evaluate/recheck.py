@@ -17,12 +17,12 @@ from typing import Any
 
 from policies.config import load_config
 from policies.paths import PathPolicy
-from sandbox.ecosystems.python.choice import python_for
+from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.errors import SandboxError
 from sandbox.prepare import prepare
 from sandbox.session import workspace_owner
 from sandbox.setup.choice import choose_setup
-from sandbox.testrun.run import TestRun, detect_test_command
+from sandbox.testrun.run import TestRun
 from sandbox.testrun.verdict import TOKEN_PROPERTY, tampering
 from sandbox.testrun.verify import verify_patch
 from sandbox.worktree.workspace import remove_dir, snapshot
@@ -77,12 +77,15 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
     if reasons:
         return Recheck(resolved=False, reasons=tuple(reasons[:MAX_REASONS]))
     config = load_config(repo, overrides={"test_cmd": task.test_cmd, "setup": task.setup})
+    ecosystem = ecosystem_for(repo, config.test_cmd)  # as the run chose it, and below
     prepared = prepare(
         backend="docker",
         repo=repo,
         image=config.image,
-        python=python_for(repo, image=config.image, backend="docker"),  # as the run chose it
-        setup=choose_setup(repo, config).spec,  # as the run itself chose it
+        toolchain=ecosystem.toolchain(repo, image=config.image, backend="docker")
+        if ecosystem
+        else None,
+        setup=choose_setup(repo, config, ecosystem).spec,
         limits=config.limits,
         progress=lambda _line: None,
         isolation=config.isolation,
@@ -92,7 +95,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         workspace = snapshot(
             repo, copy, owner_uid=workspace_owner("docker"), overlay=prepared.tree_overlay
         )
-        test_cmd = config.test_cmd or detect_test_command(workspace.path)
+        test_cmd = config.test_cmd or detect_test_command(workspace.path, shown=repo)
         try:
             run = verify_patch(
                 # Tests locked, fixtures watched, as in the run itself (sandbox/fixture_guard).

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sandbox.testrun.run import TestRun, is_pytest, validate_test_ids
+from sandbox.ecosystems.python.pytest_command import is_pytest
+from sandbox.testrun.run import TestRun, validate_test_ids
 
 # Under this, a suite is about as fast as a run of a few of its tests: pytest's start in the
 # sandbox is 0.4-0.5 s (bench/overhead.py), and the fixing edit pays the run by id on top of the

@@ -21,15 +21,16 @@ import docker
 from policies.budgets import answer_cap
 from policies.config import WorkerConfig
 from policies.limits import edited_test_timeout
-from sandbox.ecosystems.python.choice import python_for
-from sandbox.ecosystems.python.missing_modules import missing_modules
+from sandbox.ecosystems import detect_test_command, ecosystem_for
+from sandbox.ecosystems.base import Ecosystem
+from sandbox.ecosystems.python.choice import PythonChoice
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.setup.cache import SetupFailed
 from sandbox.setup.choice import before_setup, choose_setup
 from sandbox.testrun.cache import TestRunCache
 from sandbox.testrun.missing_programs import missing_programs
-from sandbox.testrun.run import TestRun, detect_test_command
+from sandbox.testrun.run import TestRun
 from sandbox.testrun.verdict import judge
 from worker.errors import ProjectEnvironment, UsageError
 from worker.llm import pricing
@@ -109,6 +110,8 @@ class FixRun:
     clock: RunClock = field(default_factory=lambda: RunClock(limit_s=None))
     # Which set-up ran, for a baseline that cannot import what it needs (prepare_sandbox).
     setup_said: str = "no set-up ran: pass --setup 'pip install ...'"
+    # The ecosystem the repository (or its test command) is: sandbox/ecosystems/.
+    ecosystem: Ecosystem | None = None
 
     @property
     def profile(self) -> Profile:
@@ -143,14 +146,22 @@ class FixRun:
         of the run's clock."""
         req, config = self.request, self.request.config
         started = time.monotonic()
-        choice = choose_setup(req.repo, config)
+        self.ecosystem = ecosystem = ecosystem_for(req.repo, config.test_cmd)
+        choice = choose_setup(req.repo, config, ecosystem)
         self.setup_said = choice.said()
         self.report.setup = setup = choice.to_dict()
-        setup["python_choice"] = None
-        python = python_for(req.repo, image=config.image, backend=req.backend)
-        if python is not None:
-            setup["python_choice"] = python.to_dict()
-            setup["requires_python"] = setup["requires_python"] or python.requires_python
+        setup["ecosystem"] = ecosystem.name if ecosystem else None
+        setup["python_choice"] = setup["toolchain"] = None
+        toolchain = (
+            ecosystem.toolchain(req.repo, image=config.image, backend=req.backend)
+            if ecosystem
+            else None
+        )
+        if toolchain is not None:
+            setup["toolchain"] = toolchain.to_dict()
+        if isinstance(toolchain, PythonChoice):
+            setup["python_choice"] = toolchain.to_dict()
+            setup["requires_python"] = setup["requires_python"] or toolchain.requires_python
 
         def check_python(client: docker.DockerClient | None, image: str) -> None:
             def seen(python: tuple[int, int, int] | None) -> None:
@@ -167,7 +178,7 @@ class FixRun:
                 setup=choice.spec,
                 limits=config.limits,
                 progress=self.progress.say,
-                python=python,
+                toolchain=toolchain,
                 before_setup=check_python,
             )
         except SetupFailed as exc:
@@ -178,8 +189,10 @@ class FixRun:
             if setup["log"]:
                 self.progress.say(f"set-up log: {req.out / SETUP_LOG}")
             raise
-        if python is not None and prepared.image_built_s is not None:
-            setup["python_choice"] = python.to_dict(built_s=prepared.image_built_s)
+        if toolchain is not None and prepared.image_built_s is not None:
+            setup["toolchain"] = toolchain.to_dict(built_s=prepared.image_built_s)
+            if isinstance(toolchain, PythonChoice):
+                setup["python_choice"] = setup["toolchain"]
             self.clock.leave_out(prepared.image_built_s)
         if prepared.setup is not None:
             done = prepared.setup
@@ -260,7 +273,9 @@ class FixRun:
         """Set-up if pending, then the tests before any change: what is there to fix?"""
         config = self.request.config
         run_pending_setup(prepared, session, timeout_s=config.limits.command_timeout_s)
-        test_cmd = config.test_cmd or detect_test_command(session.workspace.path)
+        test_cmd = config.test_cmd or detect_test_command(
+            session.workspace.path, shown=self.request.repo
+        )
         started = time.monotonic()
         timeout_s = self.clock.cap(self.request.test_timeout_s, what="the tests before any change")
         baseline = tests.run(test_cmd=test_cmd, timeout_s=timeout_s)
@@ -275,7 +290,7 @@ class FixRun:
         self.progress.say(f"tests before: {baseline.headline()}")
         _check_baseline(baseline)
         if not baseline.passed:
-            check_environment(baseline, session.workspace.path, self.setup_said)
+            check_environment(baseline, session.workspace.path, self.setup_said, self.ecosystem)
         return baseline
 
     def run_loop(
@@ -447,15 +462,15 @@ def _check_baseline(baseline: TestRun) -> None:
         raise UsageError("the test command collected no tests: pass --test-cmd")
 
 
-def check_environment(baseline: TestRun, tree: Path, setup_said: str) -> None:
+def check_environment(
+    baseline: TestRun, tree: Path, setup_said: str, ecosystem: Ecosystem | None
+) -> None:
     """Tests that cannot import or run what they need are no bug of the code: stop before any
-    model call, naming the module or program, and the set-up that ran where set-up mends it."""
-    if modules := missing_modules(baseline, tree):
-        more = ", ".join(m.module for m in modules[1:4])
-        raise ProjectEnvironment(
-            f"{modules[0].describe()}{_and_more(len(modules), more)}; {setup_said}; "
-            "no model call made"
-        )
+    model call, naming the package or program, and the set-up that ran where set-up mends it
+    (a package: the ecosystem's reading of the failures; a program: any ecosystem's)."""
+    if ecosystem is not None:
+        if problem := ecosystem.environment_problem(baseline, tree, setup_said=setup_said):
+            raise ProjectEnvironment(f"{problem}; no model call made")
     if programs := missing_programs(baseline, tree):
         more = ", ".join(p.program for p in programs[1:4])
         said = f"; {setup_said}" if programs[0].declared_in else ""

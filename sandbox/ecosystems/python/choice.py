@@ -12,14 +12,18 @@ what was wanted and what there is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sandbox.container.suites import DEFAULT_SUITE, SUITES, Suite
 from sandbox.ecosystems.python.pins import PythonPins, python_satisfies, read_pins
 from sandbox.errors import SandboxError
+
+if TYPE_CHECKING:
+    import docker
 
 
 class WrongPython(SandboxError):
@@ -36,11 +40,23 @@ class PythonChoice:
     requires_python: str | None = None
     passed_over: tuple[str, ...] = ()  # pins no release here ships, or requires-python refuses
 
-    def describe(self, built_s: float | None) -> str:
+    def describe(self, built_s: float | None = None) -> str:
         """One line: the Python, why, and its image (built now, or there already)."""
         why = "; ".join((self.why, *(f"no image for {p}" for p in self.passed_over)))
         how = "up to date" if built_s is None else f"built once in {built_s:.0f} s"
         return f"Python {self.suite.version} ({why}): image {self.suite.image}, {how}"
+
+    @property
+    def image(self) -> str:
+        return self.suite.image
+
+    def ensure(
+        self, client: docker.DockerClient, *, progress: Callable[[str], None]
+    ) -> float | None:
+        """Build this release's image if it is not there (sandbox/container/image.py)."""
+        from sandbox.container.image import ensure_image
+
+        return ensure_image(client, name=self.image, suite=self.suite, progress=progress).built_s
 
     def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]:
         """The report's `setup.python_choice`; `built_s`: the image was built by this run."""

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from sandbox.container.base import Sandbox
-from sandbox.testrun.run import is_pytest, narrowed, validate_test_ids
+from sandbox.ecosystems.python.pytest_command import is_pytest, narrowed
+from sandbox.testrun.run import validate_test_ids
 
 TRACE_MODULE = "worker_line_trace"
 MAX_FILES = 2_000  # source files kept from one traced run

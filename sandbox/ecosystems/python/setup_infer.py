@@ -26,6 +26,7 @@ from sandbox.ecosystems.python.setup_locks import (
     table,
     wanted_names,
 )
+from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles, requires_python
 
 MAX_DEPTH = 8
@@ -44,26 +45,6 @@ _PROJECT = re.compile(r"\./?(\[[^\]]*\])?")  # `.` or `.[test]`: the project its
 _VCS = re.compile(r"(^|@\s*)(git|hg|svn|bzr)\+", re.IGNORECASE)
 _TOX_FACTOR = re.compile(r"([\w!][\w{},.!-]*):(?!//)\s*(.*)")
 _COMMENT = re.compile(r"(^|\s)#.*")
-
-
-@dataclass(frozen=True, kw_only=True)
-class SetupPlan:
-    """The set-up command inferred for a repository, where it came from, and what was left out."""
-
-    command: str | None
-    sources: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    requires_python: str | None = None
-    #: What the command does in a few words, where the command itself is too long to say.
-    summary: str | None = None
-
-    def describe(self) -> str:
-        """One line for the user (the whole command is in report.json)."""
-        if self.command is None:
-            return "inferred set-up: nothing to install (no package metadata or requirement files)"
-        if self.summary is not None:
-            return f"inferred set-up: {self.summary}"
-        return f"inferred set-up: {self.command} (from {'; '.join(self.sources)})"
 
 
 @dataclass

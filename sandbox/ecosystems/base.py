@@ -1,0 +1,100 @@
+"""The ecosystem seam: what the harness asks of a language's projects, in one place.
+
+An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
+
+- `recognises(repo)`: whether a repository is one of its projects (read, never run);
+- `runs(test_cmd)`: whether a test command is its runner's (`pytest`, `npm test`, `vitest`);
+- `test_command(repo)`: the command its maintainers run the tests with, when none is given;
+- `instrument(test_cmd, ids, stage=...)`: that command as it runs, with what makes the runner
+  itself write one outcome per test id to a report path the tests cannot predict, and how that
+  report is read (None: judged by exit code only, and the report says so);
+- `infer_setup(repo)`: the set-up a maintainer would run on a fresh clone;
+- `toolchain(repo, image=..., backend=...)`: the toolchain image the project asks for, built once;
+- `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
+  package not installed, a program missing): one line, exit 6 before any model call;
+- `suspect_frames(text)`: the `path:line` frames of a failure text (the search's suspects).
+
+Which files are tests and test configuration (never the model's to write) is the policy's
+(policies/paths.py, below this layer): each ecosystem names its globs there.
+
+A new language is one package here plus one line in sandbox/ecosystems/__init__.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import docker
+
+    from sandbox.setup.plan import SetupPlan
+    from sandbox.testrun.junit import TestSummary
+    from sandbox.testrun.run import TestRun
+
+
+class NoTestCommand(Exception):
+    """A project of this ecosystem whose files name no test command; `str()` says why
+    (`package.json has no "test" script`)."""
+
+
+#: Stage a file in the sandbox (name, bytes) and get its path there (`Sandbox.stage`).
+Stage = Callable[[str, bytes], str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Instrumented:
+    """A test command as it really runs: with the flags that make its runner write a report of
+    one outcome per test, where, and how that report is read."""
+
+    command: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    report_path: str | None = None  # random per run, removed before it
+    token: str | None = None  # what our plugin stamps into the report, where there is one
+    read_report: Callable[[bytes], TestSummary] | None = None
+    report_kind: str = "JUnit"  # the report's name in the user's words
+
+
+class Toolchain(Protocol):
+    """The toolchain image chosen for a project, and why (Python's release, Node's major)."""
+
+    @property
+    def image(self) -> str: ...
+
+    def ensure(
+        self, client: docker.DockerClient, *, progress: Callable[[str], None]
+    ) -> float | None:
+        """Build the image if it is not there; the seconds the build took, None: it was."""
+        ...
+
+    def describe(self, built_s: float | None = None) -> str: ...
+
+    def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]: ...
+
+
+class Ecosystem(Protocol):
+    """One language's projects, as the harness sees them (module docstring)."""
+
+    name: str
+    #: Files at a repository's root that say it is one of this ecosystem's projects.
+    markers: tuple[str, ...]
+
+    def recognises(self, repo: Path) -> bool: ...
+
+    def runs(self, test_cmd: str) -> bool: ...
+
+    def test_command(self, repo: Path) -> str | None: ...
+
+    def instrument(
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage
+    ) -> Instrumented | None: ...
+
+    def infer_setup(self, repo: Path) -> SetupPlan: ...
+
+    def toolchain(self, repo: Path, *, image: str | None, backend: str) -> Toolchain | None: ...
+
+    def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None: ...
+
+    def suspect_frames(self, text: str) -> list[tuple[str, int]]: ...

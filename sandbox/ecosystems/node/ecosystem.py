@@ -1,0 +1,97 @@
+"""Node's projects (JavaScript and TypeScript) behind the ecosystem seam
+(sandbox/ecosystems/base.py): recognised by package.json; tested by its `test` script, run so
+that its runner writes one outcome per test; set up from its lockfile the way its maintainers
+install; in an image of the Node major version the project asks for."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sandbox.ecosystems.base import Instrumented, NoTestCommand, Stage, Toolchain
+from sandbox.setup.plan import SetupPlan
+from sandbox.worktree.repo_files import RepoFiles
+
+if TYPE_CHECKING:
+    from sandbox.testrun.run import TestRun
+
+MARKERS = ("package.json",)
+#: The first word of a test command that is Node's (after any `VAR=value` words).
+RUNNERS = frozenset(
+    {"npm", "npx", "yarn", "pnpm", "node", "vitest", "jest", "mocha", "ava", "tap", "tape", "uvu"}
+)
+#: npm's own placeholder for a project with no tests.
+NPM_PLACEHOLDER = re.compile(r"echo\s+[\"']?Error: no test specified")
+_FRAME = re.compile(r"(?:file://)?(?:/workspace/)?([\w@./-]+\.[cm]?[jt]sx?):(\d+)(?::\d+)?")
+
+
+def package_json(repo: Path) -> dict[str, Any] | None:
+    """package.json read as hostile input: None when absent, refused or not a JSON object."""
+    files = RepoFiles(repo)
+    text = files.read("package.json")
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def test_script(repo: Path) -> str | None:
+    """The `test` script of package.json; None when there is none (or npm's placeholder)."""
+    data = package_json(repo) or {}
+    scripts = data.get("scripts")
+    script = scripts.get("test") if isinstance(scripts, dict) else None
+    if not isinstance(script, str) or not script.strip() or NPM_PLACEHOLDER.search(script):
+        return None
+    return script
+
+
+class Node:
+    """The Node ecosystem (see the module docstring)."""
+
+    name = "node"
+    markers: tuple[str, ...] = MARKERS
+
+    def recognises(self, repo: Path) -> bool:
+        return RepoFiles(repo).exists("package.json")
+
+    def runs(self, test_cmd: str) -> bool:
+        try:
+            words = shlex.split(test_cmd)
+        except ValueError:
+            return False
+        words = [w for w in words if not re.match(r"[A-Za-z_]\w*=", w)]
+        return bool(words) and Path(words[0]).name in RUNNERS
+
+    def test_command(self, repo: Path) -> str | None:
+        if not self.recognises(repo):
+            return None
+        if test_script(repo) is None:
+            raise NoTestCommand('package.json has no "test" script')
+        return "npm test"
+
+    def instrument(
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage
+    ) -> Instrumented | None:
+        return None
+
+    def infer_setup(self, repo: Path) -> SetupPlan:
+        return SetupPlan(command=None, nothing="inferred set-up: nothing to install")
+
+    def toolchain(self, repo: Path, *, image: str | None, backend: str) -> Toolchain | None:
+        return None
+
+    def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None:
+        return None
+
+    def suspect_frames(self, text: str) -> list[tuple[str, int]]:
+        return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(text)]
+
+
+NODE = Node()

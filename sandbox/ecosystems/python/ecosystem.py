@@ -1,0 +1,105 @@
+"""Python's projects behind the ecosystem seam (sandbox/ecosystems/base.py): pytest with a
+stamped JUnit report, pip set-up inferred from pyproject.toml and its kin, the Debian release
+that ships the Python asked for, a module not installed as the environment's problem."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sandbox.ecosystems.base import Instrumented, Stage
+from sandbox.ecosystems.python.choice import PythonChoice, python_for
+from sandbox.ecosystems.python.pytest_command import (
+    DEFAULT_TEST_CMD,
+    PYTEST_FLAGS,
+    STAMP_MODULE,
+    is_pytest,
+    narrowed,
+)
+from sandbox.ecosystems.python.setup_infer import infer_setup
+from sandbox.setup.plan import SetupPlan
+from sandbox.testrun.junit import parse_junit
+
+if TYPE_CHECKING:
+    from sandbox.testrun.run import TestRun
+
+#: Files at the root that make a repository a Python project.
+MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
+_FRAME = re.compile(r"([\w./-]+\.py)\"?, line (\d+)|([\w./-]+\.py):(\d+)")
+
+
+class Python:
+    """The Python ecosystem (see the module docstring)."""
+
+    name = "python"
+    markers: tuple[str, ...] = MARKERS
+
+    def recognises(self, repo: Path) -> bool:
+        return any((repo / m).is_file() for m in MARKERS)
+
+    def recognises_loosely(self, repo: Path) -> bool:
+        """No marker, but Python files somewhere: a folder of scripts with their tests."""
+        return any(repo.glob("**/*.py"))
+
+    def runs(self, test_cmd: str) -> bool:
+        try:
+            return is_pytest(test_cmd)
+        except ValueError:  # unbalanced quotes: not a command we can take apart
+            return False
+
+    def test_command(self, repo: Path) -> str | None:
+        if self.recognises(repo) or self.recognises_loosely(repo):
+            return DEFAULT_TEST_CMD
+        return None
+
+    def instrument(
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage
+    ) -> Instrumented:
+        junit = f"/tmp/worker-junit-{secrets.token_hex(4)}.xml"
+        token = secrets.token_hex(16)
+        plugin = stage(STAMP_MODULE + ".py", _stamp_plugin())
+        env = {"WORKER_RUN_TOKEN": token, "PYTHONPATH": plugin.rsplit("/", 1)[0]}
+        command = f"{test_cmd} {PYTEST_FLAGS} -p {STAMP_MODULE} --junitxml={junit}"
+        if ids:
+            command = f"{narrowed(command, ids)} {' '.join(shlex.quote(t) for t in ids)}"
+        return Instrumented(
+            command=f"rm -f {junit}; {command}",
+            env=env,
+            report_path=junit,
+            token=token,
+            read_report=parse_junit,
+        )
+
+    def infer_setup(self, repo: Path) -> SetupPlan:
+        return infer_setup(repo)
+
+    def toolchain(self, repo: Path, *, image: str | None, backend: str) -> PythonChoice | None:
+        return python_for(repo, image=image, backend=backend)
+
+    def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None:
+        from sandbox.ecosystems.python.missing_modules import missing_modules
+
+        if modules := missing_modules(run, tree):
+            more = ", ".join(m.module for m in modules[1:4])
+            extra = f" (and {len(modules) - 1} more: {more})" if len(modules) > 1 else ""
+            return f"{modules[0].describe()}{extra}; {setup_said}"
+        return None
+
+    def suspect_frames(self, text: str) -> list[tuple[str, int]]:
+        found = []
+        for m in _FRAME.finditer(text):
+            path, line = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            found.append((path, int(line)))
+        return found
+
+
+def _stamp_plugin() -> bytes:
+    return resources.files("sandbox.ecosystems.python").joinpath("junit_stamp.py").read_bytes()
+
+
+PYTHON = Python()

@@ -1,0 +1,28 @@
+"""A set-up inferred from a repository's files: the command, where it came from, what was
+left out. Each ecosystem infers one (sandbox/ecosystems/*/); sandbox/setup/choice.py chooses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class SetupPlan:
+    """The set-up command inferred for a repository, where it came from, and what was left out."""
+
+    command: str | None
+    sources: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    requires_python: str | None = None
+    #: What the command does in a few words, where the command itself is too long to say.
+    summary: str | None = None
+    #: What "nothing to install" means for this ecosystem, in the user's words.
+    nothing: str = "inferred set-up: nothing to install (no package metadata or requirement files)"
+
+    def describe(self) -> str:
+        """One line for the user (the whole command is in report.json)."""
+        if self.command is None:
+            return self.nothing
+        if self.summary is not None:
+            return f"inferred set-up: {self.summary}"
+        return f"inferred set-up: {self.command} (from {'; '.join(self.sources)})"
