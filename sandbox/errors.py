@@ -30,3 +30,18 @@ class SandboxTimeSpent(SandboxError):
 class SandboxUsageError(ValueError):
     """The caller asked for something the sandbox cannot do: no such repository, no way to
     tell how its tests run."""
+
+
+class ProjectEnvironmentError(SandboxError):
+    """What the project asks of its environment cannot be had: a toolchain version no source
+    has. The project's to change, not the machine's (exit 6, before any model call)."""
+
+
+class WrongNode(ProjectEnvironmentError):
+    """The project asks for a Node no source here has (engines.node, .nvmrc, its CI's
+    setup-node): the message names what was asked and what exists."""
+
+
+class NodeUnavailable(SandboxError):
+    """No Node can be had: the registry did not answer and nothing is cached, or what it
+    served is not what it listed (a size over the cap, an integrity mismatch)."""

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 
-from sandbox.container.image import _one_builder
+from sandbox.container.image import one_builder
 
 
 def test_a_second_builder_waits_for_the_first_and_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKER_HOME", str(tmp_path))
     said: list[str] = []
     order: list[str] = []
-    with _one_builder("worker-sandbox:py3.13", said.append):
+    with one_builder("worker-sandbox:py3.13", said.append):
         second = threading.Thread(
             target=lambda: _one_builder_run("worker-sandbox:py3.13", said, order)
         )
@@ -28,12 +28,12 @@ def test_a_second_builder_waits_for_the_first_and_says_so(tmp_path, monkeypatch)
 def test_other_images_do_not_wait(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKER_HOME", str(tmp_path))
     said: list[str] = []
-    with _one_builder("worker-sandbox:py3.13", said.append):
-        with _one_builder("worker-sandbox:latest", said.append):
+    with one_builder("worker-sandbox:py3.13", said.append):
+        with one_builder("worker-sandbox:latest", said.append):
             pass
     assert said == []
 
 
 def _one_builder_run(name: str, said: list[str], order: list[str]) -> None:
-    with _one_builder(name, said.append):
+    with one_builder(name, said.append):
         order.append("second ran")

@@ -120,7 +120,7 @@ def ensure_image(
     find it current."""
     if (ready := _current(client, name=name, base=base, suite=suite)) is not None:
         return ready
-    with _one_builder(name, progress):
+    with one_builder(name, progress):
         started = time.monotonic()
         base_name = base or _choose_base(client, suite, progress)
         return _current(client, name=name, base=base_name, suite=suite) or _build(
@@ -155,7 +155,9 @@ def _recipe(client: docker.DockerClient, base_name: str) -> str:
 
 
 @contextlib.contextmanager
-def _one_builder(name: str, progress: Progress) -> Iterator[None]:
+def one_builder(name: str, progress: Progress) -> Iterator[None]:
+    """Hold the build lock of image `name` (under $WORKER_HOME/locks): workers on one host
+    build an image one at a time."""
     folder = worker_home() / "locks"
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(
