@@ -9,7 +9,8 @@ import pytest
 
 from sandbox.container.suites import DEFAULT_SUITE, SUITES, suite_for
 from sandbox.ecosystems.python.choice import WrongPython, choose_python, python_for
-from sandbox.ecosystems.python.pins import MAX_WORKFLOWS, read_pins
+from sandbox.ecosystems.python.pins import read_pins
+from sandbox.worktree.workflows import MAX_WORKFLOWS
 
 BOOKWORM, TRIXIE = SUITES
 

@@ -1,0 +1,92 @@
+"""The values a repository's CI workflows give a key (`python-version`, `node-version`), read
+as hostile text through RepoFiles.
+
+A workflow is scanned line by line, not loaded as YAML: no YAML library is a dependency, a
+hostile file's aliases cannot make the scan blow up, and an unquoted `3.10` stays 3.10 (a YAML
+loader reads the float 3.1).
+
+>>> key_values('python-version: ["3.9", 3.10, "pypy3.10"]', "python-version")
+['3.9', '3.10', 'pypy3.10']
+"""
+
+from __future__ import annotations
+
+import re
+
+from sandbox.worktree.repo_files import RepoFiles
+
+WORKFLOWS = ".github/workflows"
+MAX_WORKFLOWS = 50
+_LINE = re.compile(r"(\s*)(?:-\s+)?([\w.-]+)\s*:(?:\s+(.*?))?\s*")
+_MATRIX_REF = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
+
+
+def workflow_texts(files: RepoFiles) -> list[tuple[str, str]]:
+    """(path, text) of the repository's workflows by file name, the first MAX_WORKFLOWS (a
+    note in `files` when there are more)."""
+    names = [n for n in files.listed(WORKFLOWS) if n.endswith((".yml", ".yaml"))]
+    if len(names) > MAX_WORKFLOWS:
+        files.notes.append(f"{WORKFLOWS}: over {MAX_WORKFLOWS} workflows; the rest not read")
+    out = []
+    for name in names[:MAX_WORKFLOWS]:
+        rel = f"{WORKFLOWS}/{name}"
+        if (text := files.read(rel)) is not None:
+            out.append((rel, text))
+    return out
+
+
+def workflow_values(text: str, key: str) -> list[str]:
+    """The values of a workflow's `key`, and of the matrix keys they name
+    (`python-version: ${{ matrix.python }}`), in the order written."""
+    keys = {key}
+    for value in key_values(text, key):
+        keys.update(_MATRIX_REF.findall(value))
+    return key_values(text, *keys)
+
+
+def key_values(text: str, *keys: str) -> list[str]:
+    """The scalar values of `keys` in YAML-ish `text`: `key: 3.12`, `key: [3.11, "3.12"]` (on
+    one line or several), and a block list of `- 3.12` lines under `key:`."""
+    lines = text.splitlines()
+    out: list[str] = []
+    for n, line in enumerate(lines):
+        match = _LINE.fullmatch(_strip_comment(line))
+        if match is None or match[2] not in keys:
+            continue
+        indent, value = len(match[1]), match[3] or ""
+        if value.startswith("["):
+            flow = value
+            for more in lines[n + 1 : n + 50]:
+                if "]" in flow:
+                    break
+                flow += " " + _strip_comment(more).strip()
+            out += [_unquote(v) for v in flow[1:].split("]", 1)[0].split(",") if v.strip()]
+        elif value:
+            out.append(_unquote(value))
+        else:
+            out += _block_list(lines[n + 1 :], indent)
+    return out
+
+
+def _block_list(lines: list[str], indent: int) -> list[str]:
+    """`- item` lines indented deeper than their key, up to the first line that is not one."""
+    items: list[str] = []
+    for line in lines:
+        bare = _strip_comment(line)
+        if not bare.strip():
+            continue
+        if len(bare) - len(bare.lstrip()) < indent or not bare.strip().startswith("- "):
+            break
+        item = bare.strip()[2:].strip()
+        if ":" in item and not item.startswith(("'", '"')):
+            break  # a list of mappings (`include:`), not of versions
+        items.append(_unquote(item))
+    return items
+
+
+def _strip_comment(line: str) -> str:
+    return re.sub(r"(^|\s)#.*", "", line).rstrip()
+
+
+def _unquote(value: str) -> str:
+    return value.strip().strip("'\"").strip()
