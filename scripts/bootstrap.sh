@@ -42,6 +42,13 @@ then
         -d tests/.wheels -r tests/index-wheels.txt 2>&1 | grep -v "is ignored: it is neither" >&2 || true
 fi
 
+# Node, npm and corepack as the npm registry publishes them, for the tests' registry on loopback
+# (tests/npm_node.py): fetched once here, so that no test reaches the npm registry.
+if [ -d tests ] && ! python3 tests/npm_node.py check; then
+    say "downloading Node, npm and corepack the tests serve (tests/npm_node.py)"
+    python3 tests/npm_node.py fetch
+fi
+
 say "building the sandbox image (offline if no registry is reachable)"
 worker sandbox build
 say "ready"

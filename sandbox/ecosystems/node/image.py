@@ -45,7 +45,7 @@ from sandbox.ecosystems.node.registry import (
     registry_url,
     releases,
 )
-from sandbox.ecosystems.node.semver import accepts
+from sandbox.ecosystems.node.semver import accepts, parse_version
 from sandbox.errors import ImageError, WrongNode
 from sandbox.worktree.workspace import SANDBOX_UID
 
@@ -120,20 +120,23 @@ def ensure_node_image(
     progress: Progress,
     registry: str | None = None,
     name: str | None = None,
+    engines: str | None = None,
 ) -> NodeImage:
     """Make sure the image for Node `version` ("22" or "22.12.0") exists and is current,
     building it on the default sandbox image (made if need be) from the tarballs of `registry`
     (else npm_config_registry, else the public one); `name` defaults to node_image_name(version).
-    Workers on one host build it one at a time; the others wait, then find it current."""
+    An image there already whose Node `engines` (a range: engines.node) refuses is rebuilt with
+    the newest release of its line. Workers on one host build it one at a time; the others
+    wait, then find it current."""
     if not re.fullmatch(r"\d+(\.\d+\.\d+)?", version):
         raise ValueError(f"not a Node major or exact version: {version!r}")
     name = name or node_image_name(version)
     base = ensure_image(client, progress=progress)
     recipe = hashlib.sha256(f"{base.id}\n{version}\n{DOCKERFILE}".encode()).hexdigest()
-    if (ready := _current(client, name, recipe)) is not None:
+    if (ready := _current(client, name, recipe, engines)) is not None:
         return ready
     with one_builder(name, progress):
-        if (ready := _current(client, name, recipe)) is not None:
+        if (ready := _current(client, name, recipe, engines)) is not None:
             return ready
         started = time.monotonic()
         url = registry_url(registry)
@@ -153,11 +156,18 @@ def ensure_node_image(
         return _from_labels(name, labels, built_s=built_s)
 
 
-def _current(client: docker.DockerClient, name: str, recipe: str) -> NodeImage | None:
+def _current(
+    client: docker.DockerClient, name: str, recipe: str, engines: str | None
+) -> NodeImage | None:
     if not image_exists(client, name):
         return None
     labels = client.images.get(name).labels or {}
-    return _from_labels(name, labels) if labels.get(LABEL_RECIPE) == recipe else None
+    if labels.get(LABEL_RECIPE) != recipe:
+        return None
+    inside = parse_version(labels.get(LABEL_NODE, ""))
+    if engines and inside is not None and accepts(engines, inside) is False:
+        return None
+    return _from_labels(name, labels)
 
 
 def _from_labels(name: str, labels: dict[str, str], *, built_s: float | None = None) -> NodeImage:
