@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from policies.errors import ConfigError, PolicyRefusal
-from sandbox.ecosystems.python.choice import WrongPython
-from sandbox.errors import SandboxError, SandboxTimeSpent, SandboxUsageError
+from sandbox.errors import (
+    ProjectEnvironmentError,
+    SandboxError,
+    SandboxTimeSpent,
+    SandboxUsageError,
+)
 from sandbox.setup.cache import SetupFailed
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.errors import EnvironmentProblem, ProjectEnvironment, UsageError
@@ -17,7 +21,7 @@ EXIT_USAGE = 2
 EXIT_ENVIRONMENT = 3
 EXIT_FLAKY_ONLY = 4  # worker ci: every failure was flaky; no model call made
 EXIT_UNVERIFIED = 5  # worker ci: fixed by exit code only, without --allow-exit-code-only
-EXIT_PROJECT_ENVIRONMENT = 6  # set-up failed, a module the tests import is missing, wrong Python
+EXIT_PROJECT_ENVIRONMENT = 6  # set-up failed, a module missing, wrong Python/Node
 EXIT_INTERRUPTED = 130
 
 #: First match wins: a spent sandbox time is a budget (1) before it is a sandbox error (3).
@@ -34,7 +38,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (SandboxUsageError, EXIT_USAGE),
     (ProjectEnvironment, EXIT_PROJECT_ENVIRONMENT),
     (SetupFailed, EXIT_PROJECT_ENVIRONMENT),
-    (WrongPython, EXIT_PROJECT_ENVIRONMENT),
+    (ProjectEnvironmentError, EXIT_PROJECT_ENVIRONMENT),  # WrongPython, WrongNode
     (SandboxError, EXIT_ENVIRONMENT),
     (EnvironmentProblem, EXIT_ENVIRONMENT),
 )

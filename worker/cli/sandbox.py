@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from sandbox.container.image import ensure_image
 from sandbox.container.prune import prune as prune_containers
 from sandbox.container.suites import DEFAULT_SUITE, SUITES, suite_for
 from sandbox.ecosystems import detect_test_command, ecosystem_for
+from sandbox.ecosystems.node.image import ensure_node_image
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
 from sandbox.setup.choice import before_setup, choose_setup
@@ -30,7 +32,10 @@ def _progress(message: str) -> None:
 
 def build(args: argparse.Namespace) -> int:
     """Build (or confirm) the sandbox image: the default, one for another Python (`--python`,
-    the image a run chooses for a project that asks for it), or a named one on a named base."""
+    the image a run chooses for a project that asks for it), one with a Node (`--node`), or a
+    named one on a named base."""
+    if args.node:
+        return _build_node(args)
     if args.python and (args.image or args.base):
         raise UsageError("--python names the base and the image itself: drop --image and --base")
     try:
@@ -42,6 +47,18 @@ def build(args: argparse.Namespace) -> int:
     state = ensure_image(client, name=name, base=args.base, suite=suite, progress=_progress)
     if state.built_s is None:
         _progress(f"image {name} is up to date ({state.short_id})")
+    return 0
+
+
+def _build_node(args: argparse.Namespace) -> int:
+    if args.python or args.base:
+        raise UsageError("--node builds on the default image: drop --python and --base")
+    if not re.fullmatch(r"\d+(\.\d+\.\d+)?", args.node):
+        raise UsageError(f"--node takes a major (22) or a release (22.12.0), not {args.node!r}")
+    client = connect(timeout_s=900)
+    image = ensure_node_image(client, version=args.node, progress=_progress, name=args.image)
+    if image.built_s is None:
+        _progress(f"image {image.name} is up to date (Node {image.node}, npm {image.npm})")
     return 0
 
 
@@ -65,6 +82,12 @@ def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
         default=None,
         help="the image a run picks for a project on this Python: "
         + ", ".join(s.describe() for s in SUITES),
+    )
+    build.add_argument(
+        "--node",
+        default=None,
+        help="the image a run picks for a project on this Node: a major (22) or a release "
+        "(22.12.0), from the npm registry (npm_config_registry)",
     )
     run = sbox.add_parser("run-tests", help="run a repository's tests in the sandbox")
     run.add_argument("--repo", type=Path, required=True)

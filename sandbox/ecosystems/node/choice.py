@@ -112,7 +112,7 @@ def pick_node(pins: NodePins, available: Sequence[Version]) -> NodeChoice:
         if not ok:
             raise WrongNode(
                 f"the project asks for Node {pins.engines} (engines.node in package.json); "
-                f"the registry has {_dotted(there[0])} to {_dotted(there[-1])}"
+                f"the registry has {_span(there)}"
             )
         why = f"engines.node {pins.engines} in package.json"
         return _choice(newest(ok), why, there, pins, passed_over)
@@ -146,6 +146,12 @@ def _range(text: str | None) -> Range | None:
         return parse_range(text)
     except ValueError:
         return None
+
+
+def _span(there: list[Version]) -> str:
+    """ "16.0.0 to 26.12.1", "only 22.12.0"."""
+    low, high = _dotted(there[0]), _dotted(there[-1])
+    return f"only {low}" if low == high else f"{low} to {high}"
 
 
 def _dotted(version: Version) -> str:

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.container.suites import DEFAULT_SUITE, SUITES, Suite
 from sandbox.ecosystems.python.pins import PythonPins, python_satisfies, read_pins
-from sandbox.errors import SandboxError
+from sandbox.errors import ProjectEnvironmentError
 
 if TYPE_CHECKING:
     import docker
 
 
-class WrongPython(SandboxError):
+class WrongPython(ProjectEnvironmentError):
     """The project's `requires-python` excludes the sandbox image's Python, or every Python an
     image can be built with here."""
 
