@@ -189,10 +189,11 @@ class FixRun:
             if setup["log"]:
                 self.progress.say(f"set-up log: {req.out / SETUP_LOG}")
             raise
-        if toolchain is not None and prepared.image_built_s is not None:
+        if toolchain is not None:  # what was built (or found) for it
             setup["toolchain"] = toolchain.to_dict(built_s=prepared.image_built_s)
             if isinstance(toolchain, PythonChoice):
                 setup["python_choice"] = setup["toolchain"]
+        if prepared.image_built_s is not None:
             self.clock.leave_out(prepared.image_built_s)
         if prepared.setup is not None:
             done = prepared.setup

@@ -8,15 +8,20 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.ecosystems.base import Instrumented, NoTestCommand, Stage, Toolchain
+from sandbox.ecosystems.base import Instrumented, NoTestCommand, Stage
+from sandbox.ecosystems.node.choice import NodeChoice, choose_node
+from sandbox.ecosystems.node.image import NodeImage, ensure_node_image
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
 
 if TYPE_CHECKING:
+    import docker
+
     from sandbox.testrun.run import TestRun
 
 MARKERS = ("package.json",)
@@ -52,6 +57,35 @@ def test_script(repo: Path) -> str | None:
     return script
 
 
+@dataclass(kw_only=True)
+class NodeToolchain:
+    """The Node chosen for a project as the seam's `Toolchain`: its image, built once."""
+
+    choice: NodeChoice
+    built: NodeImage | None = None
+
+    @property
+    def image(self) -> str:
+        return self.built.name if self.built is not None else self.choice.image
+
+    def ensure(
+        self, client: docker.DockerClient, *, progress: Callable[[str], None]
+    ) -> float | None:
+        self.built = ensure_node_image(
+            client,
+            version=self.choice.image_version,
+            engines=self.choice.engines,
+            progress=progress,
+        )
+        return self.built.built_s
+
+    def describe(self, built_s: float | None = None) -> str:
+        return self.choice.describe(self.built)
+
+    def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]:
+        return self.choice.to_dict(image=self.built)
+
+
 class Node:
     """The Node ecosystem (see the module docstring)."""
 
@@ -84,8 +118,12 @@ class Node:
     def infer_setup(self, repo: Path) -> SetupPlan:
         return SetupPlan(command=None, nothing="inferred set-up: nothing to install")
 
-    def toolchain(self, repo: Path, *, image: str | None, backend: str) -> Toolchain | None:
-        return None
+    def toolchain(self, repo: Path, *, image: str | None, backend: str) -> NodeToolchain | None:
+        """The Node the project asks for (sandbox/ecosystems/node/choice.py); None when an
+        image is named or the backend is the host's own."""
+        if image or backend != "docker":
+            return None
+        return NodeToolchain(choice=choose_node(repo))
 
     def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None:
         return None
