@@ -49,6 +49,9 @@ class Suspect:
     ef: int
     ep: int
     around: str = ""  # the line with AROUND lines each side, numbered, the line marked ">"
+    # Found in the failing tests' stack traces (worker/search/js_suspects.py), not by a traced
+    # run: `ef` is how many failing tests' stacks pass through the line, `ep` is not known.
+    from_stack: bool = False
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -111,11 +114,14 @@ def render(suspects: Sequence[Suspect], *, failed: int, limit: int = MAX_SHOWN) 
     """The first message's list: where, the line, and the counts behind its rank."""
     if not suspects:
         return ""
-    rows = [
-        f"  {s.where()}: {s.text}   (run by {s.ef} of {failed} failing tests, {s.ep} passing)"
-        for s in suspects[:limit]
-    ]
+    rows = [f"  {s.where()}: {s.text}   ({_counts(s, failed)})" for s in suspects[:limit]]
     return "\n".join(rows)
+
+
+def _counts(s: Suspect, failed: int) -> str:
+    if s.from_stack:
+        return f"in the stack of {s.ef} of {failed} failing tests"
+    return f"run by {s.ef} of {failed} failing tests, {s.ep} passing"
 
 
 def lines_around(text: list[str], number: int) -> str:

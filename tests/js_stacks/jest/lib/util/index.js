@@ -1,0 +1,2 @@
+const { slugify } = require('./slug');
+module.exports = { slugify, words: require('./words') };

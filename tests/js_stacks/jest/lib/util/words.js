@@ -1,0 +1,3 @@
+module.exports = function words(text) {
+  return text.trim().split(' ').map((w) => w.name.length);
+};

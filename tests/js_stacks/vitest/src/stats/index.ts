@@ -1,0 +1,2 @@
+export { mean } from './mean';
+export { Range } from './range';

@@ -1,0 +1,1 @@
+export const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);

@@ -1,0 +1,133 @@
+"""Where the bug likely is on a JavaScript or TypeScript repository: the lines of its own code
+that the failing tests' stack traces pass through (worker/search/suspects.py ranks Python's
+from a traced run; these need no run at all).
+
+A stack names each place an error passed through, innermost first
+(sandbox/ecosystems/node/stack_frames.py). The frames in the repository's own files (not a
+test, not a dependency's, writable) are the suspects, as the same `Suspect`: scored by how
+many failing tests' stacks pass through the line (ef / F), and among equals the deepest frame
+first, since the innermost frame of the repository's code is where the error was thrown. An
+assertion that failed in the test has no such frame: those tests add nothing here, and the
+first message's definitions (worker/loop/js_grounding.py) show what they reach.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from policies.paths import PathPolicy
+from sandbox.ecosystems.node.stack_frames import failure_texts, frames, is_source
+from sandbox.testrun.run import TestRun
+from worker.loop.trace import Trace
+from worker.search.suspects import MAX_TEXT, Suspect, lines_around
+
+MAX_FILE_BYTES = 1_000_000  # a file's lines read to show a suspect line, at most
+
+
+@dataclass
+class _Seen:
+    """One line's tally over the failing tests' stacks."""
+
+    ef: int  # failing tests whose stack passes through it
+    depth: int  # its least depth among them (0: the innermost frame in the repository's code)
+    order: int  # when it was first met
+
+
+def rank_frames(
+    texts: Sequence[str],
+    *,
+    workspace: Path,
+    allowed: Callable[[str], bool],
+    failed: int | None = None,
+    limit: int = 12,
+) -> list[Suspect]:
+    """The lines of the repository's own source files the stacks of `texts` (one per failing
+    test: stack_frames.failure_texts) pass through, in the most stacks first, then the
+    deepest; lines of test files, of dependencies, of files `allowed` refuses, and lines that
+    are blank, comments or past the file's end are left out. `failed`: the failing tests the
+    score is a share of (default: one per text)."""
+    seen: dict[tuple[str, int], _Seen] = {}
+    texts_of: dict[str, list[str] | None] = {}
+    for text in texts:
+        depth = 0
+        for frame in frames(text, workspace=workspace):
+            if not is_source(frame.path) or not allowed(frame.path):
+                continue
+            if frame.path not in texts_of:
+                texts_of[frame.path] = _lines(workspace, frame.path)
+            lines = texts_of[frame.path]
+            if lines is None or frame.line > len(lines) or _no_code(lines[frame.line - 1]):
+                continue
+            key = (frame.path, frame.line)
+            if key in seen:
+                seen[key].ef += 1
+                seen[key].depth = min(seen[key].depth, depth)
+            else:
+                seen[key] = _Seen(ef=1, depth=depth, order=len(seen))
+            depth += 1
+    failed = max(failed or len(texts), 1)
+    ranked = sorted(seen.items(), key=lambda kv: (-kv[1].ef, kv[1].depth, kv[1].order))
+    out = []
+    for (path, line), tally in ranked[:limit]:
+        lines = texts_of[path] or []
+        out.append(
+            Suspect(
+                path,
+                line,
+                lines[line - 1].strip()[:MAX_TEXT],
+                tally.ef / failed,
+                tally.ef,
+                0,
+                around=lines_around(lines, line),
+                from_stack=True,
+            )
+        )
+    return out
+
+
+def locate_in_stacks(
+    baseline: TestRun, *, workspace: Path, paths: PathPolicy, trace: Trace
+) -> list[Suspect]:
+    """The suspect lines of a JavaScript or TypeScript run (a `suspects` trace event, as
+    worker/search/locate.py writes for Python); none when the baseline names no failing test
+    or no stack reaches the repository's own code."""
+    if baseline.summary is None or not baseline.summary.failures:
+        return []
+    started = time.monotonic()
+    failed = len(baseline.summary.failures)
+    suspects = rank_frames(
+        failure_texts(baseline, workspace=workspace),
+        workspace=workspace,
+        allowed=lambda rel: paths.check(rel, write=True).allowed,
+        failed=failed,
+    )
+    trace.event(
+        "suspects",
+        duration_s=round(time.monotonic() - started, 3),
+        failed=failed,
+        passed=baseline.summary.passed,
+        why_empty="" if suspects else "no failing test's stack passes through the source",
+        source="stack traces",
+        lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": None} for s in suspects],
+    )
+    return suspects
+
+
+def _no_code(line: str) -> bool:
+    text = line.strip()
+    return not text or text.startswith(("//", "/*", "*"))
+
+
+def _lines(workspace: Path, rel: str) -> list[str] | None:
+    path = workspace / rel
+    try:
+        if path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve()):
+            return None
+        if not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except (OSError, ValueError):
+        return None
