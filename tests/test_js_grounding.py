@@ -184,19 +184,26 @@ def test_each_failing_test_leads_to_the_definitions_it_reaches(tmp_path):
     )
     code = implicated_code(run, workspace=ws, paths=POLICY)
     # `shop.format` is lib/index.js's `format: money.format`, money.js's `exports.format`; the
-    # class a test constructs is shown whole (its methods with it); `total` through the cart.
+    # class a test constructs is shown whole (its methods with it); `total` through the cart;
+    # then what those call: total's `round`, a destructured require of money.js.
     assert heads(code.text) == [
         "lib/money.js: format, lines 3-5 of 5",
         "src/price.ts: PriceList, lines 9-20 of 20",
         "lib/cart.js: total, lines 3-7 of 13",
+        "lib/money.js: round, lines 1-1 of 5",
     ]
     assert code.shows_code
     assert "18|     return [...this.items].sort((a, b) => b.price - a.price)[0];" in code.text
     assert "\n5|   for (let i = 1; i < items.length; i++) sum += items[i].price;" in code.text
-    for absent in ("unused", "discount", "Unused", "exports.round", "interface Item"):
+    for absent in ("unused", "discount", "Unused", "interface Item"):
         assert absent not in code.text
     assert implicated_files(run, workspace=ws, paths=POLICY) == [
         "lib/money.js", "src/price.ts", "lib/cart.js",
+    ]  # fmt: skip
+    # Within the lines asked for, the first ones whole.
+    assert heads(implicated_code(run, workspace=ws, paths=POLICY, max_lines=12).text) == [
+        "lib/money.js: format, lines 3-5 of 5", "lib/cart.js: total, lines 3-7 of 13",
+        "lib/money.js: round, lines 1-1 of 5",
     ]  # fmt: skip
 
 
@@ -205,7 +212,10 @@ def test_a_test_is_found_by_its_title_and_a_namespace_import_by_its_members(tmp_
     # No stack line in the test file: the test's title finds its callback.
     run = run_of([failed("test/shop.test.ts::shop > renders", "AssertionError: expected")])
     code = implicated_code(run, workspace=ws, paths=POLICY).text
-    assert heads(code) == ["src/view.jsx: Price, lines 3-5 of 7"]
+    # Price, then the `format` it calls: lib/index.js's `format: money.format`.
+    assert heads(code) == [
+        "src/view.jsx: Price, lines 3-5 of 7", "lib/money.js: format, lines 3-5 of 5",
+    ]  # fmt: skip
     assert '4|   return <span className="price">{format(value)}</span>;' in code
 
 
@@ -219,16 +229,18 @@ def test_a_frame_in_the_source_comes_first_and_is_shown_as_its_function(tmp_path
     )
     run = run_of([failed("test/legacy.test.js::totals every item", stack)])
     assert heads(implicated_code(run, workspace=ws, paths=POLICY).text) == [
-        "lib/cart.js: total, lines 3-7 of 13"
-    ]
+        "lib/cart.js: total, lines 3-7 of 13", "lib/money.js: round, lines 1-1 of 5",
+    ]  # fmt: skip
 
 
 def test_the_real_runners_projects(tmp_path):
     vitest = project("vitest", tmp_path / "v")
     code = implicated_code(run_of(xml_failures("vitest.junit.xml")), workspace=vitest, paths=POLICY)
-    # Range.clamp threw (its class shown whole, first); `mean` through src/stats/index.ts.
+    # Range.clamp threw (its class shown whole, first); `mean` through src/stats/index.ts, and
+    # the `sum` it calls.
     assert heads(code.text) == [
         "src/stats/range.ts: Range, lines 1-12 of 12", "src/stats/mean.ts: mean, lines 3-6 of 6",
+        "src/sum.ts: sum, lines 1-1 of 1",
     ]  # fmt: skip
     jest = project("jest", tmp_path / "j")
     code = implicated_code(run_of(xml_failures("jest.junit.xml")), workspace=jest, paths=POLICY)

@@ -215,6 +215,25 @@ def _definition(
     )  # fmt: skip
 
 
+def calls(src: Source, d: JsDefinition) -> list[tuple[str, bool]]:
+    """The functions `d`'s code calls by name, in order, each once: (name, False) for `f()`
+    and `new F()`, (name, True) for `this.m()`."""
+    found: list[tuple[str, bool]] = []
+    for node in walk(src.root):
+        if node.type not in ("call_expression", "new_expression"):
+            continue
+        if not d.start - 1 <= node.start_point.row <= d.end - 1:
+            continue
+        callee = node.child_by_field_name("function") or node.child_by_field_name("constructor")
+        if callee is not None and callee.type == "identifier":
+            found.append((src.text(callee), False))
+        elif callee is not None and callee.type == "member_expression":
+            obj, prop = callee.child_by_field_name("object"), callee.child_by_field_name("property")
+            if obj is not None and obj.type == "this" and prop is not None:
+                found.append((src.text(prop), True))
+    return list(dict.fromkeys(found))
+
+
 def failing_test_code(
     src: Source, *, line: int | None = None, title: str | None = None
 ) -> tree_sitter.Node | None:

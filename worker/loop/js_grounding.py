@@ -37,6 +37,7 @@ from worker.loop.grounding import Grounding
 from worker.loop.js_definitions import (
     JsDefinition,
     Uses,
+    calls,
     definitions,
     enclosing,
     failing_test_code,
@@ -48,6 +49,7 @@ from worker.loop.js_resolve import Modules
 
 GROUNDING_S = 5.0  # all the parsing for one first message, at most
 MAX_FAILURES = 5  # failing tests followed (the Python grounding's number)
+CALLEE_DEPTH = 2  # calls followed from a definition the tests reach
 MAX_CLASSES = 8  # classes (reached, and what they extend) searched for a method the test calls
 # A runner's test id: `file::title` (pytest's form), or titles joined by ` > ` (vitest) or
 # ` › ` (jest); the last part is the test's own title.
@@ -97,6 +99,9 @@ def implicated_code(
         chosen += reach.around(frame)
     for one in failing:
         chosen += reach.from_test(one)
+    # Then what those call: an exported function's work is often done by the module's own
+    # helpers, which a test never names (as long as the lines allow).
+    chosen += reach.callees(chosen)
     return reach.render(chosen, max_lines=max_lines)
 
 
@@ -201,6 +206,39 @@ class _Reach:
         named = [d for d in self.definitions(rel) if d.name == local]
         tops = [d for d in named if d.top]
         return tops[:1] if tops else named[:1]
+
+    def callees(self, found: list[JsDefinition]) -> list[JsDefinition]:
+        """The functions `found` call (`f()`, `new F()`, `this.m()`), CALLEE_DEPTH calls
+        deep, nearest first; a writable source file's only."""
+        out: list[JsDefinition] = []
+        seen = {(d.path, d.start) for d in found}
+        frontier = [d for d in found if not d.is_class]
+        for _ in range(CALLEE_DEPTH):
+            reached: list[JsDefinition] = []
+            for d in frontier:
+                src = self.modules.source(d.path)
+                for name, on_this in calls(src, d) if src is not None else []:
+                    reached += self._callee(d, name, on_this=on_this)
+            frontier = []
+            for d in reached:
+                if (d.path, d.start) not in seen:
+                    seen.add((d.path, d.start))
+                    out.append(d)
+                    frontier += [] if d.is_class else [d]
+        return out
+
+    def _callee(self, caller: JsDefinition, name: str, *, on_this: bool) -> list[JsDefinition]:
+        if on_this:  # a method of the caller's own class
+            return [
+                d
+                for d in self.definitions(caller.path)
+                if d.owner == caller.owner and d.name == name
+            ][:1]
+        origin = self.modules.local(caller.path, name)
+        if origin is None or not self.writable_source(origin[0]):
+            return []
+        named = [d for d in self.definitions(origin[0]) if d.name == origin[1] and d.top]
+        return named[:1]
 
     def _methods(self, found: list[JsDefinition], names: tuple[str, ...]) -> list[JsDefinition]:
         """The methods `names` of the classes found and of the classes they extend (in the

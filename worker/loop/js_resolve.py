@@ -174,6 +174,11 @@ class Modules:
                 return found
         return self._local(rel, name, hops) if name != "default" else None
 
+    def local(self, rel: str, name: str) -> tuple[str, str] | None:
+        """Where a name used in `rel` is defined: (file, local name) through the imports of
+        `rel` that bind it, else `rel` itself."""
+        return self._local(rel, name, MAX_HOPS) if self.source(rel) is not None else None
+
     def _local(self, rel: str, local: str, hops: int) -> tuple[str, str]:
         """A local name of `rel`: where an import of `rel` binds it, else `rel` itself; `m.f`
         where `m` is an imported module is that module's export `f`."""
