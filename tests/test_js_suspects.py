@@ -191,3 +191,28 @@ def test_the_trace_says_what_was_found_and_no_failure_means_no_suspects(tmp_path
     assert event["lines"] == [
         {"where": "src/queue.mjs:11", "text": "return this.items.pop().value;", "ef": 1, "ep": None}
     ]
+
+
+def test_a_throw_brings_the_condition_that_decided_it_first(tmp_path):
+    (tmp_path / "index.js").write_text(
+        "function append(header, field) {\n"
+        "  if (typeof header !== 'object' ||\n"
+        "      !field) {\n"
+        "    throw new TypeError('header argument is required')\n"
+        "  }\n"
+        "  if (!field.length) throw new TypeError('empty')\n"
+        "  return header + field\n"
+        "}\n"
+    )
+    # vary's own message and stack, with its type check flipped as a planted bug would.
+    wrong = (
+        "TypeError: header argument is required\n"
+        "    at append (/workspace/index.js:4:11)\n"
+        "    at Context.<anonymous> (/workspace/test/test.js:415:16)"
+    )
+    found = rank_frames([wrong], workspace=tmp_path, allowed=allowed)
+    assert [s.where() for s in found] == ["index.js:2", "index.js:4"]
+    assert found[0].text == "if (typeof header !== 'object' ||" and found[0].ef == 1
+    # A throw whose condition is on its own line has no other line to bring.
+    empty = "TypeError: empty\n    at append (/workspace/index.js:6:25)"
+    assert where([empty], tmp_path) == ["index.js:6"]

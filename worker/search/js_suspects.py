@@ -21,6 +21,8 @@ from pathlib import Path
 from policies.paths import PathPolicy
 from sandbox.ecosystems.node.stack_frames import failure_texts, frames, is_source
 from sandbox.testrun.run import TestRun
+from worker.loop.js_definitions import guard_line
+from worker.loop.js_modules import Source, parse_bytes
 from worker.loop.trace import Trace
 from worker.search.suspects import MAX_TEXT, Suspect, lines_around
 
@@ -51,6 +53,7 @@ def rank_frames(
     score is a share of (default: one per text)."""
     seen: dict[tuple[str, int], _Seen] = {}
     texts_of: dict[str, list[str] | None] = {}
+    guards: dict[str, Source | None] = {}  # the files with a `throw` frame, parsed
     for text in texts:
         depth = 0
         for frame in frames(text, workspace=workspace):
@@ -61,12 +64,16 @@ def rank_frames(
             lines = texts_of[frame.path]
             if lines is None or frame.line > len(lines) or _no_code(lines[frame.line - 1]):
                 continue
-            key = (frame.path, frame.line)
-            if key in seen:
-                seen[key].ef += 1
-                seen[key].depth = min(seen[key].depth, depth)
-            else:
-                seen[key] = _Seen(ef=1, depth=depth, order=len(seen))
+            # A `throw` is the error's line, not often its cause: the condition that decided
+            # to throw comes first (a wrong condition is the commonest one-line bug).
+            guard = _guard(frame.path, lines, frame.line, guards)
+            for line in ([guard] if guard is not None else []) + [frame.line]:
+                key = (frame.path, line)
+                if key in seen:
+                    seen[key].ef += 1
+                    seen[key].depth = min(seen[key].depth, depth)
+                else:
+                    seen[key] = _Seen(ef=1, depth=depth, order=len(seen))
             depth += 1
     failed = max(failed or len(texts), 1)
     ranked = sorted(seen.items(), key=lambda kv: (-kv[1].ef, kv[1].depth, kv[1].order))
@@ -114,6 +121,17 @@ def locate_in_stacks(
         lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": None} for s in suspects],
     )
     return suspects
+
+
+def _guard(rel: str, lines: list[str], line: int, parsed: dict[str, Source | None]) -> int | None:
+    """For a frame on a line that starts with `throw`: the line of the condition that decided
+    it (js_definitions.guard_line), or None."""
+    if not lines[line - 1].lstrip().startswith("throw"):
+        return None
+    if rel not in parsed:
+        parsed[rel] = parse_bytes(rel, "\n".join(lines).encode())
+    src = parsed[rel]
+    return guard_line(src, line) if src is not None else None
 
 
 def _no_code(line: str) -> bool:
