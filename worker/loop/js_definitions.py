@@ -234,24 +234,6 @@ def calls(src: Source, d: JsDefinition) -> list[tuple[str, bool]]:
     return list(dict.fromkeys(found))
 
 
-def guard_line(src: Source, line: int) -> int | None:
-    """For a `throw` on `line`: the line of the condition that decided it (the `if` around it,
-    in the same function), where that is another line; else None."""
-    row = line - 1
-    throw = next(
-        (n for n in walk(src.root) if n.type == "throw_statement" and n.start_point.row == row),
-        None,
-    )
-    node = throw.parent if throw is not None else None
-    while node is not None and node.type not in _FUNCTIONS | _DECLARATIONS | _METHODS:
-        if node.type == "if_statement":
-            condition = node.child_by_field_name("condition")
-            at = condition.start_point.row + 1 if condition is not None else line
-            return at if at != line else None
-        node = node.parent
-    return None
-
-
 def failing_test_code(
     src: Source, *, line: int | None = None, title: str | None = None
 ) -> tree_sitter.Node | None:

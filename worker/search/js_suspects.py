@@ -21,12 +21,16 @@ from pathlib import Path
 from policies.paths import PathPolicy
 from sandbox.ecosystems.node.stack_frames import failure_texts, frames, is_source
 from sandbox.testrun.run import TestRun
-from worker.loop.js_definitions import guard_line
-from worker.loop.js_modules import Source, parse_bytes
+from worker.loop.js_modules import Source, parse_bytes, walk
 from worker.loop.trace import Trace
 from worker.search.suspects import MAX_TEXT, Suspect, lines_around
 
 MAX_FILE_BYTES = 1_000_000  # a file's lines read to show a suspect line, at most
+# Where the search for the `if` around a `throw` stops: the function that holds it.
+_SCOPES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function",
+     "function_declaration", "generator_function_declaration", "method_definition"}
+)  # fmt: skip
 
 
 @dataclass
@@ -125,13 +129,31 @@ def locate_in_stacks(
 
 def _guard(rel: str, lines: list[str], line: int, parsed: dict[str, Source | None]) -> int | None:
     """For a frame on a line that starts with `throw`: the line of the condition that decided
-    it (js_definitions.guard_line), or None."""
+    it (the `if` around it in the same function), or None."""
     if not lines[line - 1].lstrip().startswith("throw"):
         return None
     if rel not in parsed:
         parsed[rel] = parse_bytes(rel, "\n".join(lines).encode())
     src = parsed[rel]
-    return guard_line(src, line) if src is not None else None
+    return _guard_line(src, line) if src is not None else None
+
+
+def _guard_line(src: Source, line: int) -> int | None:
+    """For a `throw` on `line`: the line of the condition that decided it (the `if` around it,
+    in the same function), where that is another line; else None."""
+    row = line - 1
+    throw = next(
+        (n for n in walk(src.root) if n.type == "throw_statement" and n.start_point.row == row),
+        None,
+    )
+    node = throw.parent if throw is not None else None
+    while node is not None and node.type not in _SCOPES:
+        if node.type == "if_statement":
+            condition = node.child_by_field_name("condition")
+            at = condition.start_point.row + 1 if condition is not None else line
+            return at if at != line else None
+        node = node.parent
+    return None
 
 
 def _no_code(line: str) -> bool:
