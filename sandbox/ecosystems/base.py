@@ -22,17 +22,30 @@ A new language is one package here plus one line in sandbox/ecosystems/__init__.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sandbox.container.results import CommandResult
+from sandbox.setup.plan import SetupPlan
+from sandbox.testrun.junit import TestSummary
+
 if TYPE_CHECKING:
     import docker
 
-    from sandbox.setup.plan import SetupPlan
-    from sandbox.testrun.junit import TestSummary
-    from sandbox.testrun.run import TestRun
+
+class FailedRun(Protocol):
+    """What an ecosystem reads of a test run (`sandbox.testrun.run.TestRun` is one): named
+    here, so that the ecosystems sit below the test run that asks them how to run."""
+
+    @property
+    def result(self) -> CommandResult: ...
+
+    @property
+    def summary(self) -> TestSummary | None: ...
+
+    def failure_texts(self) -> Iterator[tuple[str, str]]: ...
 
 
 class NoTestCommand(Exception):
@@ -95,6 +108,6 @@ class Ecosystem(Protocol):
 
     def toolchain(self, repo: Path, *, image: str | None, backend: str) -> Toolchain | None: ...
 
-    def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None: ...
+    def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None: ...
 
     def suspect_frames(self, text: str) -> list[tuple[str, int]]: ...

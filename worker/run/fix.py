@@ -363,9 +363,14 @@ class FixRun:
         context: ToolContext,
     ) -> tuple[FirstEdits, str]:
         """The search's opening (worker/search/sampling.py) as the profile sets it, and the
-        source code the first message shows."""
-        from worker.loop.grounding import implicated_code, implicated_files
+        source code the first message shows (grounded by the language's own parser: Python's
+        `ast`, tree-sitter for JS and TS)."""
         from worker.search.sampling import FirstEdits
+
+        if self._is_node:
+            from worker.loop.js_grounding import implicated_code, implicated_files
+        else:
+            from worker.loop.grounding import implicated_code, implicated_files
 
         profile, paths = self.profile, self.request.config.paths
         suspects = self.locate(session, baseline) if profile.locate else []
@@ -393,13 +398,29 @@ class FixRun:
             )
         return opening, sources
 
+    @property
+    def _is_node(self) -> bool:
+        return self.ecosystem is not None and self.ecosystem.name == "node"
+
     def locate(self, session: SandboxSession, baseline: TestRun) -> list[Suspect]:
-        """The search's suspect lines (worker/search/locate.py), within the run's clock."""
+        """The search's suspect lines (worker/search/locate.py: a traced run of the failing
+        tests; for JS and TS, worker/search/js_suspects.py: their stacks), within the run's
+        clock."""
+        from worker.search.js_suspects import locate_in_stacks
         from worker.search.locate import locate, locate_timeout
 
         if baseline.failing() in (0, float("inf")):
             return []
         started = time.monotonic()
+        if self._is_node:
+            found = locate_in_stacks(
+                baseline, workspace=session.workspace.path, paths=self.request.config.paths,
+                trace=self.trace,
+            )  # fmt: skip
+            self.report.durations["locate"] = round(time.monotonic() - started, 3)
+            if found:
+                self.progress.say(f"suspect lines: {found[0].where()} first of {len(found)}")
+            return found
         timeout = self.clock.cap(
             locate_timeout(self.request.test_timeout_s), what="the line ranking"
         )

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.ecosystems.base import Instrumented, NoTestCommand, Stage
+from sandbox.ecosystems.base import FailedRun, Instrumented, NoTestCommand, Stage
 from sandbox.ecosystems.node.choice import NodeChoice, choose_node
 from sandbox.ecosystems.node.image import NodeImage, ensure_node_image
+from sandbox.ecosystems.node.stack_frames import frames
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
 
 if TYPE_CHECKING:
     import docker
 
-    from sandbox.testrun.run import TestRun
 
 MARKERS = ("package.json",)
 #: The first word of a test command that is Node's (after any `VAR=value` words).
@@ -31,7 +31,6 @@ RUNNERS = frozenset(
 )
 #: npm's own placeholder for a project with no tests.
 NPM_PLACEHOLDER = re.compile(r"echo\s+[\"']?Error: no test specified")
-_FRAME = re.compile(r"(?:file://)?(?:/workspace/)?([\w@./-]+\.[cm]?[jt]sx?):(\d+)(?::\d+)?")
 
 
 def package_json(repo: Path) -> dict[str, Any] | None:
@@ -125,11 +124,11 @@ class Node:
             return None
         return NodeToolchain(choice=choose_node(repo))
 
-    def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None:
+    def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         return None
 
     def suspect_frames(self, text: str) -> list[tuple[str, int]]:
-        return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(text)]
+        return [(f.path, f.line) for f in frames(text)]
 
 
 NODE = Node()

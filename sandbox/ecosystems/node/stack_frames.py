@@ -20,10 +20,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from policies.paths import TEST_GLOBS, glob_regex
-from sandbox.testrun.run import TestRun
+
+if TYPE_CHECKING:
+    from sandbox.ecosystems.base import FailedRun
 
 #: The suffixes of the files Node and TypeScript run (a `.d.ts` holds no code to stop in).
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts")
@@ -76,7 +79,7 @@ def frames(text: str, *, workspace: Path | None = None) -> list[Frame]:
     return list(found.values())
 
 
-def failure_texts(run: TestRun, *, workspace: Path | None = None) -> list[str]:
+def failure_texts(run: FailedRun, *, workspace: Path | None = None) -> list[str]:
     """One text per failing test to find its stack in: its traceback, message and output.
     When none of them names a frame in the repository's own code, the run's output is one
     more: a test file that fails as it loads prints its stack on its own stderr, and

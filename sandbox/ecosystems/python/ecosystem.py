@@ -10,10 +10,10 @@ import shlex
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from sandbox.ecosystems.base import Instrumented, Stage
+from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
 from sandbox.ecosystems.python.choice import PythonChoice, python_for
+from sandbox.ecosystems.python.missing_modules import missing_modules
 from sandbox.ecosystems.python.pytest_command import (
     DEFAULT_TEST_CMD,
     PYTEST_FLAGS,
@@ -24,9 +24,6 @@ from sandbox.ecosystems.python.pytest_command import (
 from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.setup.plan import SetupPlan
 from sandbox.testrun.junit import parse_junit
-
-if TYPE_CHECKING:
-    from sandbox.testrun.run import TestRun
 
 #: Files at the root that make a repository a Python project.
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
@@ -81,9 +78,7 @@ class Python:
     def toolchain(self, repo: Path, *, image: str | None, backend: str) -> PythonChoice | None:
         return python_for(repo, image=image, backend=backend)
 
-    def environment_problem(self, run: TestRun, tree: Path, *, setup_said: str) -> str | None:
-        from sandbox.ecosystems.python.missing_modules import missing_modules
-
+    def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         if modules := missing_modules(run, tree):
             more = ", ".join(m.module for m in modules[1:4])
             extra = f" (and {len(modules) - 1} more: {more})" if len(modules) > 1 else ""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from sandbox.testrun.run import TestRun
+    from sandbox.ecosystems.base import FailedRun
 
 NO_MODULE = re.compile(r"No module named '([A-Za-z_][\w.]*)'")
 CANNOT_IMPORT = re.compile(r"cannot import name '\w+' from '([A-Za-z_][\w.]*)'")
@@ -54,7 +54,7 @@ class MissingModule:
         return f"the tests cannot import {self.module!r} ({self.where}): it is not installed"
 
 
-def missing_modules(run: TestRun, tree: Path) -> list[MissingModule]:
+def missing_modules(run: FailedRun, tree: Path) -> list[MissingModule]:
     """Modules the failing tests (or the whole command, without a report) could not import and
     that the repository does not define at its root; one entry per top-level package. A name
     the repository's own code imports by a computed name (`__import__(name)`,
