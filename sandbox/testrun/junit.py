@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,14 +83,23 @@ class TestSummary:
         return next((v for v in under if v != "passed"), "passed") if under else None
 
 
-def parse_junit(xml_bytes: bytes, *, max_testcases: int = MAX_TESTCASES) -> TestSummary:
+#: A test case's id from its element and the <testsuite> elements around it, outermost first.
+TestIdOf = Callable[[ET.Element, Sequence[ET.Element]], str]
+
+
+def parse_junit(
+    xml_bytes: bytes, *, max_testcases: int = MAX_TESTCASES, test_id: TestIdOf | None = None
+) -> TestSummary:
     """Summarise a JUnit XML document; ValueError if it is not one, or names more test cases.
+    Tests are named as pytest names them, or by `test_id` (other runners' JUnit).
 
     Read as a stream, each element dropped once read: what stays in memory is the summary, not
     the document's tree (a report can be a hundred megabytes, and written by the code under
     test)."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
-    reader = _Reader(max_testcases=max_testcases)
+    reader = _Reader(
+        max_testcases=max_testcases, test_id=test_id or (lambda case, _: _test_id(case))
+    )
     view = memoryview(xml_bytes)
     try:
         for offset in range(0, len(view), FEED_BYTES):
@@ -106,8 +115,9 @@ def parse_junit(xml_bytes: bytes, *, max_testcases: int = MAX_TESTCASES) -> Test
 class _Reader:
     """The events of one document, in order, into counts, failures, outcomes and properties."""
 
-    def __init__(self, *, max_testcases: int) -> None:
+    def __init__(self, *, max_testcases: int, test_id: TestIdOf) -> None:
         self.max_testcases = max_testcases
+        self.test_id = test_id
         self.open: list[ET.Element] = []  # the elements started and not yet ended, root first
         self.suites = 0  # of them, <testsuite>s
         self.case: ET.Element | None = None  # the <testcase> being read
@@ -137,9 +147,10 @@ class _Reader:
         self.open.append(element)
         if len(self.open) > MAX_DEPTH:
             raise ValueError(f"not JUnit XML: elements nested more than {MAX_DEPTH} deep")
+        root_child = len(self.open) == 2  # Node's junit puts top-level tests in the root
         if element.tag == "testsuite":
             self.suites += 1
-        elif element.tag == "testcase" and self.suites and self.case is None:
+        elif element.tag == "testcase" and self.case is None and (self.suites or root_child):
             self.case, self.outcome, self.output = element, None, []
 
     def _end(self, element: ET.Element) -> None:
@@ -167,7 +178,7 @@ class _Reader:
         self.case = None
         if len(self.outcomes) >= self.max_testcases:
             raise ValueError(f"too large: more than {self.max_testcases:,} test cases")
-        test_id = _test_id(case)
+        test_id = self.test_id(case, [e for e in self.open if e.tag == "testsuite"])
         if self.outcome is None:
             self.outcomes[test_id] = "passed"
             self.counts["passed"] += 1
@@ -181,7 +192,7 @@ class _Reader:
                     test_id=test_id,
                     kind=tag,
                     message=message.strip()[:500],
-                    traceback=_trim(text),
+                    traceback=trim(text),
                     output=_captured(self.output),
                 )
             )
@@ -247,14 +258,16 @@ def _captured(sections: list[tuple[str, str]]) -> str:
     for tag, text in sections:
         parts = CAPTURED.split(text)
         if len(parts) == 1 and parts[0].strip():  # no section headers: the text as it is
-            kept.append(f"{tag}:\n{_trim(parts[0], lines=OUTPUT_LINES)}")
+            kept.append(f"{tag}:\n{trim(parts[0], lines=OUTPUT_LINES)}")
         for title, body in zip(parts[1::2], parts[2::2], strict=True):
             if body.strip():
-                kept.append(f"{title.lower()}:\n{_trim(body, lines=OUTPUT_LINES)}")
+                kept.append(f"{title.lower()}:\n{trim(body, lines=OUTPUT_LINES)}")
     return "\n".join(kept)
 
 
-def _trim(text: str, *, lines: int | None = None) -> str:
+def trim(text: str, *, lines: int | None = None) -> str:
+    """`text` cut to `lines` lines (TRACEBACK_LINES by default), the head and the tail kept,
+    each line to LINE_CHARS."""
     limit = lines or TRACEBACK_LINES
     rows = [row[:LINE_CHARS] for row in text.strip("\n").splitlines()]
     if len(rows) <= limit:

@@ -1,0 +1,431 @@
+"""A Node project's test command, run so that the test runner itself writes one outcome per test.
+
+The command is package.json's `test` script (with `pretest` and `posttest` around it, as `npm
+test` runs them, and `node_modules/.bin` first on PATH). Its commands are found by
+sandbox/ecosystems/node/script.py; the first that runs a test runner we know gets the flags
+that make the runner write a machine-readable report to a path we choose (random, under /tmp,
+removed before the run), and nothing is installed into the project. The other commands (a
+`tsc` or `tsd` after the tests, a lint before) run as written and count by exit code; a second
+runner command counts by its exit code too.
+
+| runner | flags added | report | narrowed to the files of test ids |
+|---|---|---|---|
+| vitest (1 to 4) | `--reporter=default --reporter=junit --outputFile.junit=R` | JUnit | yes |
+| jest (ts-jest, babel-jest; react-scripts test) | `--json --outputFile=R` | jest's JSON | yes |
+| mocha >= 9.1 | `--reporter json --reporter-option output=R` | mocha's JSON | yes |
+| `node --test` (Node 18.17+) | spec to stdout, our reporter (staged outside) to R | JUnit | yes |
+| ava | `--tap`, stdout to R, then shown | TAP | no: its titles change |
+| tap (node-tap 12+) | `--output-file=R` | TAP | yes |
+| tape | stdout to R, then shown (a `| tap-spec` after it dropped) | TAP | no: no file in ids |
+| uvu, anything else | none | none: exit code only | no |
+
+`node --test` gets a reporter of ours (node_test_reporter.mjs) because Node's own junit
+reporter names no test file before Node 24 and does not exist before Node 20. Test names are
+never narrowed to: the verdict reads ids from the report, so a run of whole files is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import secrets
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Literal
+
+from sandbox.ecosystems.node import reports
+from sandbox.ecosystems.node.script import Piece, expand, join
+from sandbox.errors import SandboxUsageError
+from sandbox.testrun.junit import TestSummary
+from sandbox.worktree.repo_files import RepoFiles
+
+Runner = Literal["vitest", "jest", "mocha", "node-test", "ava", "tap", "tape", "uvu", "other"]
+#: What `npm init` writes: no tests at all.
+NPM_DEFAULT_TEST = 'echo "Error: no test specified" && exit 1'
+STAGE_VARIABLE = "WORKER_STAGE"  # the folder staged files are in, as the command sees it
+TOKEN_VARIABLE = "WORKER_RUN_TOKEN"
+NODE_REPORTER = "worker_node_test_reporter.mjs"
+REPORT_FORMAT: dict[str, str] = {
+    "vitest": "vitest-junit",
+    "jest": "jest-json",
+    "mocha": "mocha-json",
+    "node-test": "node-test-junit",
+    "ava": "ava-tap",
+    "tap": "tap",
+    "tape": "tape",
+}
+_BINS: dict[str, Runner] = {
+    "vitest": "vitest",
+    "jest": "jest",
+    "mocha": "mocha",
+    "_mocha": "mocha",
+    "ava": "ava",
+    "tap": "tap",
+    "tape": "tape",
+    "uvu": "uvu",
+}
+#: Programs that run the next command of their arguments: `nyc mocha`, `cross-env A=1 jest`.
+_WRAPPERS = frozenset(
+    {"npx", "pnpx", "bunx", "cross-env", "nyc", "c8", "env", "time", "dotenv", "exec", "yarn"}
+    | {"pnpm", "npm", "nodemon", "with-env", "env-cmd", "dotenvx", "run", "node", "nodejs"}
+    | {"tsx", "ts-node", "babel-node", "esno", "esr"}
+)
+_NODES = frozenset({"node", "nodejs", "tsx", "ts-node", "babel-node", "esno"})
+#: Per runner, the options of a script that would fight ours (True: takes a value).
+_CONFLICTS: dict[str, dict[str, bool]] = {
+    "vitest": {"--reporter": True, "--outputFile": True, "--watch": False, "-w": False},
+    "jest": {"--json": False, "--outputFile": True, "--watch": False, "--watchAll": False},
+    "mocha": {
+        **{"--reporter": True, "-R": True, "--reporter-option": True},
+        **{"--reporter-options": True, "-O": True, "--watch": False, "-w": False},
+    },
+    "node-test": {"--test-reporter": True, "--test-reporter-destination": True, "--watch": False},
+    "ava": {"--tap": False, "-t": False, "--watch": False, "-w": False},
+    "tap": {"--output-file": True, "-o": True, "--watch": False, "-w": False},
+    "tape": {},
+}
+_NARROWS = frozenset({"vitest", "jest", "mocha", "node-test", "tap"})
+_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_REPORT_PATH = re.compile(r"^/tmp/[A-Za-z0-9._-]+$")
+
+
+class NoTestScript(SandboxUsageError):
+    """package.json has no `test` script (or npm's placeholder): no way to tell how tests run."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Invocation:
+    """The test command to run, and where and in which format its runner writes the report."""
+
+    command: str  # for /bin/sh in the workspace
+    env: dict[str, str]
+    report_path: str | None  # None: no per-test report, judged by exit code
+    report_format: str  # a key of reports.PARSERS, "" with no report
+    runner: Runner = "other"
+    test_cmd: str = ""  # the test script as the project wrote it
+    staged: Mapping[str, bytes] = field(default_factory=dict)  # name -> bytes, in $WORKER_STAGE
+    token: str | None = None  # what the report must carry (node --test), None: nothing
+    notes: tuple[str, ...] = ()  # what was left to the exit code, and why
+
+    def parse(self, data: bytes, *, root: str = reports.WORKSPACE) -> TestSummary:
+        """The report the run wrote; ValueError when it is not one of this format."""
+        return reports.parse_report(self.report_format, data, root=root)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeTestCommand:
+    """A project's `test` script; `invocation` instruments it afresh for each run."""
+
+    script: str
+    scripts: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, files: RepoFiles) -> NodeTestCommand:
+        """From the repository's package.json; NoTestScript when it has no test script."""
+        scripts = package_scripts(files)
+        test = scripts.get("test", "").strip()
+        if not test or test == NPM_DEFAULT_TEST:
+            raise NoTestScript(
+                "package.json has no test script (npm's placeholder "
+                "'no test specified' counts as none): pass --test-cmd"
+            )
+        return cls(script=test, scripts=scripts)
+
+    def invocation(self, test_ids: Sequence[str] = ()) -> Invocation:
+        report = f"/tmp/worker-report-{secrets.token_hex(8)}"
+        return node_invocation(
+            self.script, report_path=report, test_ids=test_ids, scripts=self.scripts
+        )
+
+
+def package_scripts(files: RepoFiles) -> dict[str, str]:
+    """package.json's `scripts` (strings only); {} when the file is absent, refused or not
+    JSON (a note on `files` then)."""
+    text = files.read("package.json")
+    if text is None:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        files.notes.append(f"package.json: not valid JSON ({exc}); ignored")
+        return {}
+    scripts = data.get("scripts") if isinstance(data, dict) else None
+    if not isinstance(scripts, dict):
+        return {}
+    return {k: v for k, v in scripts.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def node_invocation(
+    script: str,
+    *,
+    report_path: str,
+    test_ids: Sequence[str] = (),
+    scripts: Mapping[str, str] | None = None,
+) -> Invocation:
+    """`script` (package.json's `test`, with `scripts` for `pretest`, `posttest` and the
+    scripts it runs by name) instrumented to write its runner's report to `report_path`, and
+    narrowed to the files of `test_ids` where its runner allows."""
+    if not _REPORT_PATH.match(report_path):
+        raise ValueError(f"not a report path under /tmp: {report_path!r}")
+    scripts = dict(scripts or {})
+    pieces = expand(script, scripts)
+    files = _files_of(test_ids)
+    runner: Runner = "other"
+    notes: list[str] = []
+    for k, piece in enumerate(pieces):
+        if piece.operator:
+            continue
+        found = _find_runner(piece.text)
+        if found is None:
+            continue
+        if runner != "other":
+            notes.append(f"a second test runner command counts by its exit code: {piece.text}")
+            continue
+        runner = found[0]
+        if runner == "uvu":
+            notes.append("uvu writes no per-test report: judged by exit code")
+            break
+        _drop_formatter(pieces, k, notes)
+        pieces[k] = Piece(_instrument(piece.text, found, report_path, files, notes))
+    if runner == "other":
+        notes.append("no test runner we know in the test script: judged by exit code")
+    if files and runner not in _NARROWS:
+        notes.append(f"{runner} runs are not narrowed to files: the whole suite runs")
+    steps = [scripts.get("pretest"), join(pieces), scripts.get("posttest")]
+    body = " && ".join(f"( {s} )" for s in steps if s)
+    reported = runner in REPORT_FORMAT
+    prelude = [f"rm -f {report_path}"] if reported else []
+    prelude += ['export PATH="$PWD/node_modules/.bin:$PATH"', 'export WORKER_TEST_ROOT="$PWD"']
+    token = secrets.token_hex(16) if runner == "node-test" else None
+    return Invocation(
+        command="; ".join([*prelude, body]),
+        env={TOKEN_VARIABLE: token} if token else {},
+        report_path=report_path if reported else None,
+        report_format=REPORT_FORMAT.get(runner, ""),
+        runner=runner,
+        test_cmd=script,
+        staged={NODE_REPORTER: _node_reporter()} if runner == "node-test" else {},
+        token=token,
+        notes=tuple(notes),
+    )
+
+
+def detect_runner(script: str, scripts: Mapping[str, str] | None = None) -> Runner:
+    """Which runner `script` runs first ("other" when none we know)."""
+    for piece in expand(script, dict(scripts or {})):
+        found = None if piece.operator else _find_runner(piece.text)
+        if found is not None:
+            return found[0]
+    return "other"
+
+
+# -- one command ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Word:
+    start: int
+    end: int
+    value: str  # unquoted
+
+
+def _words(text: str) -> list[_Word]:
+    """The words of a simple command with where each is in `text` (quotes kept there)."""
+    out: list[_Word] = []
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i] in " \t":
+            i += 1
+        if i >= n:
+            break
+        start, value, quote = i, [], ""
+        while i < n and (quote or text[i] not in " \t"):
+            c = text[i]
+            if quote:
+                if c == quote:
+                    quote = ""
+                elif c == "\\" and quote == '"' and i + 1 < n and text[i + 1] in '"\\$`':
+                    i += 1
+                    value.append(text[i])
+                else:
+                    value.append(c)
+            elif c in "'\"":
+                quote = c
+            elif c == "\\" and i + 1 < n:
+                i += 1
+                value.append(text[i])
+            else:
+                value.append(c)
+            i += 1
+        out.append(_Word(start, i, "".join(value)))
+    return out
+
+
+def _find_runner(text: str) -> tuple[Runner, int, int] | None:
+    """(runner, index of its word, index of the word our flags go after) in one command."""
+    ws = [w.value for w in _words(text)]
+    i = 0
+    while i < len(ws) and _ENV_ASSIGNMENT.match(ws[i]):
+        i += 1
+    after_option = False
+    while i < len(ws):
+        word = ws[i]
+        name = posixpath.basename(word)
+        runner = _runner_of_path(word)
+        if runner is not None:
+            return runner, i, i
+        if name in _NODES:
+            test = _node_test_flag(ws, i)
+            if test is not None:
+                return "node-test", i, test
+        if name == "react-scripts" and ws[i + 1 : i + 2] == ["test"]:
+            return "jest", i, i + 1
+        if name in _WRAPPERS or _ENV_ASSIGNMENT.match(word):
+            after_option = False
+        elif word.startswith("-"):
+            after_option = "=" not in word
+        elif after_option:
+            after_option = False  # the value of a wrapper's option: `c8 --reporter lcov mocha`
+        else:
+            return None
+        i += 1
+    return None
+
+
+def _runner_of_path(word: str) -> Runner | None:
+    """The runner `word` runs: a bin name (`jest`, `node_modules/.bin/jest`) or a package's
+    own script (`node_modules/jest/bin/jest.js`)."""
+    if word.startswith("-"):
+        return None
+    name = posixpath.basename(word)
+    if name in _BINS:
+        return _BINS[name]
+    match = re.search(r"(?:^|/)node_modules/(vitest|jest|jest-cli|mocha|ava|tap|tape|uvu)/", word)
+    if match:
+        return _BINS.get(match.group(1).removesuffix("-cli"))
+    return None
+
+
+def _node_test_flag(ws: list[str], i: int) -> int | None:
+    """The index of `--test` among `node`'s own options (before its script), if there."""
+    for j in range(i + 1, len(ws)):
+        if ws[j] == "--test":
+            return j
+        if not ws[j].startswith("-"):
+            return None
+    return None
+
+
+def _instrument(
+    text: str, found: tuple[Runner, int, int], report: str, files: list[str], notes: list[str]
+) -> str:
+    runner, at, after = found
+    words = _words(text)
+    cut = _conflicting(words[at + 1 :], _CONFLICTS[runner])
+    if cut:
+        notes.append(f"options of the test script replaced: {' '.join(w.value for w in cut)}")
+    if files and runner in _NARROWS:
+        cut += [w for w in words[after + 1 :] if w not in cut and _holds(w.value, files)]
+    flags = {
+        "vitest": f"--reporter=default --reporter=junit --outputFile.junit={report}",
+        "jest": f"--json --outputFile={report}",
+        "mocha": f"--reporter json --reporter-option output={report}",
+        "node-test": (
+            "--test-reporter=spec --test-reporter-destination=stdout "
+            f'--test-reporter="${STAGE_VARIABLE}/{NODE_REPORTER}" '
+            f"--test-reporter-destination={report}"
+        ),
+        "ava": "--tap",
+        "tap": f"--output-file={report}",
+        "tape": "",
+    }[runner]
+    at_end = runner in ("vitest", "ava", "tap", "tape")
+    insert = len(text.rstrip()) if at_end else words[after].end
+    out = text[:insert] + (f" {flags}" if flags else "") + text[insert:]
+    shift = len(flags) + 1 if flags else 0
+    for word in sorted(cut, key=lambda w: w.start, reverse=True):
+        moved = shift if word.start >= insert else 0
+        out = out[: word.start + moved] + out[word.end + moved :]
+    out = re.sub(r"[ \t]+", " ", out).strip()
+    if files and runner in _NARROWS:
+        quoted = [shlex.quote(_jest_pattern(f) if runner == "jest" else f) for f in files]
+        out += " " + " ".join(quoted)
+    if runner in ("ava", "tape"):
+        # The TAP stream is the runner's stdout: kept whole in the report, shown after it.
+        out = f"( {out} > {report}; rc=$?; cat {report}; exit $rc )"
+    return out
+
+
+def _conflicting(words: Sequence[_Word], options: Mapping[str, bool]) -> list[_Word]:
+    cut: list[_Word] = []
+    skip_next = False
+    for word in words:
+        if skip_next:
+            cut.append(word)
+            skip_next = False
+            continue
+        name, eq, _ = word.value.partition("=")
+        base = next((o for o in options if name == o or name.startswith(o + ".")), None)
+        if base is not None:
+            cut.append(word)
+            skip_next = options[base] and not eq
+    return cut
+
+
+def _drop_formatter(pieces: list[Piece], k: int, notes: list[str]) -> None:
+    """Drop what the runner's output is piped into (`tape test/*.js | tap-spec`): the report
+    is the runner's own, and its exit code the command's."""
+    end = k + 1
+    while end + 1 < len(pieces) and pieces[end].text == "|":
+        end += 2
+    if end > k + 1:
+        dropped = join(pieces[k + 1 : end])
+        notes.append(f"the test runner's output is not piped on ({dropped})")
+        del pieces[k + 1 : end]
+
+
+def _files_of(test_ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(t.partition("::")[0] for t in test_ids if t.partition("::")[0]))
+
+
+def _holds(word: str, files: Sequence[str]) -> bool:
+    """`word` (a path or glob of the script) names every file of `files`: it can go."""
+    if word.startswith("-") or not word or "=" in word:
+        return False
+    pattern = _glob_regex(word.removeprefix("./").rstrip("/"))
+    folder = word.removeprefix("./").rstrip("/") + "/"
+    return all(f.startswith(folder) or pattern.fullmatch(f) for f in files)
+
+
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    parts = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            parts.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            parts.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            parts.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            parts.append("[^/]")
+            i += 1
+        else:
+            parts.append(re.escape(glob[i]))
+            i += 1
+    return re.compile("".join(parts))
+
+
+def _jest_pattern(path: str) -> str:
+    """A file path as jest's positional argument, which is a regular expression."""
+    return re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", path)
+
+
+def _node_reporter() -> bytes:
+    return resources.files("sandbox.ecosystems.node").joinpath(NODE_REPORTER).read_bytes()

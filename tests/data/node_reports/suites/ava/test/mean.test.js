@@ -1,0 +1,10 @@
+const test = require('ava')
+const { mean, add } = require('../src/mean')
+test('mean of one number', t => {
+  console.log('computing the mean of [4]')
+  t.is(mean([4]), 4)
+})
+test.skip('mean of nothing', t => { t.true(Number.isNaN(mean([]))) })
+test.todo('mean of strings')
+test('adds', t => { t.is(add(1, 2), 3) })
+test('top level <&> "quoted"', t => { t.is(add(2, 2), 4) })

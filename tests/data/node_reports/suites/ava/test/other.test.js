@@ -1,0 +1,2 @@
+const test = require('ava')
+test('throws', t => { throw new TypeError('boom') })

@@ -1,0 +1,2 @@
+const missing = require('left-pad-not-installed')
+test('never runs', () => {})

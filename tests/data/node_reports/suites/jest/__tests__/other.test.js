@@ -1,0 +1,3 @@
+test('throws', () => {
+  throw new TypeError('boom')
+})

@@ -1,0 +1,2 @@
+const t = require('tap')
+t.test('throws', async t => { throw new TypeError('boom') })

@@ -1,0 +1,15 @@
+const test = require('tape')
+const { mean, add } = require('../src/mean')
+test('mean of one number', (t) => {
+  console.log('computing the mean of [4]')
+  t.equal(mean([4]), 4)
+  t.ok(true, 'a passing assertion')
+  t.end()
+})
+test.skip('mean of nothing', (t) => { t.end() })
+test('adds', (t) => {
+  t.equal(add(1, 2), 3)
+  t.test('nested adds', (st) => { st.equal(add(0, 0), 0); st.end() })
+  t.end()
+})
+test('top level <&> "quoted"', (t) => { t.equal(add(2, 2), 4); t.end() })

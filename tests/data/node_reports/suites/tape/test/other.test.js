@@ -1,0 +1,2 @@
+const test = require('tape')
+test('throws', (t) => { throw new TypeError('boom') })

@@ -1,0 +1,3 @@
+import { test } from 'vitest'
+import pad from 'left-pad-not-installed'
+test('never runs', () => { pad() })

@@ -1,0 +1,4 @@
+import { test, expect } from 'vitest'
+test('throws', () => {
+  throw new TypeError('boom')
+})
