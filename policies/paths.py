@@ -43,7 +43,10 @@ TEST_GLOBS: tuple[str, ...] = (
     "**/spec/**",
     "**/*_spec.rb",
 )
-#: Test and CI configuration, and git internals: not writable by default.
+#: Test and CI configuration, and git internals: not writable by default. Node's: the test
+#: script and runner sections of package.json (the whole file), the runners' configuration,
+#: the TypeScript and Babel set-up the tests compile with, the lockfiles and what picks the
+#: registry and the Node version (a fix that changes how the tests run is not a fix).
 DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/pytest.ini",
     "**/tox.ini",
@@ -51,6 +54,29 @@ DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/pyproject.toml",
     "**/noxfile.py",
     "**/.coveragerc",
+    "**/package.json",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/vitest.workspace.*",
+    "**/vite.config.*",
+    "**/.mocharc*",
+    "**/ava.config.*",
+    "**/.taprc",
+    "**/tsconfig*.json",
+    "**/babel.config.*",
+    "**/.babelrc*",
+    "**/package-lock.json",
+    "**/npm-shrinkwrap.json",
+    "**/yarn.lock",
+    "**/pnpm-lock.yaml",
+    "**/pnpm-workspace.yaml",
+    "**/bun.lock",
+    "**/bun.lockb",
+    "**/.npmrc",
+    "**/.yarnrc*",
+    "**/.nvmrc",
+    "**/.node-version",
+    "**/.tool-versions",
     ".github/**",
     ".gitlab-ci.yml",
     ".circleci/**",
