@@ -171,7 +171,8 @@ def node_invocation(
     if not _REPORT_PATH.match(report_path):
         raise ValueError(f"not a report path under /tmp: {report_path!r}")
     scripts = dict(scripts or {})
-    pieces = expand(script, scripts)
+    steps = [s for s in (scripts.get("pretest"), script, scripts.get("posttest")) if s]
+    pieces = expand(" && ".join(f"( {s} )" for s in steps), scripts)
     files = _files_of(test_ids)
     runner: Runner = "other"
     notes: list[str] = []
@@ -194,14 +195,12 @@ def node_invocation(
         notes.append("no test runner we know in the test script: judged by exit code")
     if files and runner not in _NARROWS:
         notes.append(f"{runner} runs are not narrowed to files: the whole suite runs")
-    steps = [scripts.get("pretest"), join(pieces), scripts.get("posttest")]
-    body = " && ".join(f"( {s} )" for s in steps if s)
     reported = runner in REPORT_FORMAT
     prelude = [f"rm -f {report_path}"] if reported else []
     prelude += ['export PATH="$PWD/node_modules/.bin:$PATH"', 'export WORKER_TEST_ROOT="$PWD"']
     token = secrets.token_hex(16) if runner == "node-test" else None
     return Invocation(
-        command="; ".join([*prelude, body]),
+        command="; ".join([*prelude, join(pieces)]),
         env={TOKEN_VARIABLE: token} if token else {},
         report_path=report_path if reported else None,
         report_format=REPORT_FORMAT.get(runner, ""),
