@@ -54,6 +54,11 @@ def main() -> int:
         run_invocation(project, name, scratch)
     project = prepare(scratch / "mocha-11", "mocha", {"mocha": "11.8.0"})
     own(project, "mocha-11-xunit.xml", "mocha --reporter xunit --reporter-option output=R")
+    # mocha dies of a test file that cannot load its imports, before any report: its output.
+    broken = project / "test" / "broken.test.js"
+    broken.write_text("require('left-pad-not-installed')\n")
+    run_invocation(project, "mocha-11-missing", scratch, output=True)
+    broken.unlink()
     nodes = dict(n.split("=", 1) for n in args.node)
     for major, bin_dir in sorted(nodes.items()) or [("host", "")]:
         project = prepare(scratch / f"node-test-{major}", "node-test", {})
@@ -83,7 +88,9 @@ def prepare(project: Path, suite: str, deps: dict[str, str]) -> Path:
     return project
 
 
-def run_invocation(project: Path, label: str, scratch: Path, *, bin_dir: str = "") -> None:
+def run_invocation(
+    project: Path, label: str, scratch: Path, *, bin_dir: str = "", output: bool = False
+) -> None:
     inv = NodeTestCommand.of(RepoFiles(project)).invocation()
     stage = scratch / "stage"
     stage.mkdir(exist_ok=True)
@@ -97,6 +104,11 @@ def run_invocation(project: Path, label: str, scratch: Path, *, bin_dir: str = "
     )
     print(f"{label}: {inv.runner}, exit {done.returncode}: {inv.command}", file=sys.stderr)
     assert inv.report_path is not None
+    if output:  # what the command printed, not its report (there is none)
+        text = (done.stdout + done.stderr).replace(str(project).encode(), b"/workspace")
+        (HERE / f"{label}.out").write_bytes(text)
+        assert not Path(inv.report_path).exists()
+        return
     keep(Path(inv.report_path), project, f"{label}.{EXTENSION[inv.report_format]}")
     if label.startswith("node-test"):  # the token is the run's own: say which it was
         (HERE / f"{label}.token").write_text(inv.token or "")
