@@ -80,6 +80,17 @@ def test_mocha_gets_json_to_the_report_and_its_own_reporter_goes():
     assert inv.report_format == "mocha-json"
 
 
+def test_a_mocha_older_than_9_1_writes_xunit_having_no_json_to_a_file(tmp_path):
+    (tmp_path / "node_modules" / "mocha").mkdir(parents=True)
+    (tmp_path / "node_modules" / "mocha" / "package.json").write_text('{"version": "8.4.0"}')
+    (tmp_path / "package.json").write_text('{"scripts": {"test": "mocha"}}')
+    inv = NodeTestCommand.of(RepoFiles(tmp_path)).invocation()
+    assert f"( mocha --reporter xunit --reporter-option output={inv.report_path} )" in inv.command
+    assert inv.report_format == "mocha-xunit"
+    newer = node_invocation("mocha", report_path=R, versions={"mocha": "9.1.0"})
+    assert newer.report_format == "mocha-json"
+
+
 def test_node_test_gets_our_staged_reporter_and_a_token():
     inv = node_invocation("node --test --test-reporter=dot test/", report_path=R)
     assert body(inv.command) == (

@@ -13,6 +13,7 @@ runner command counts by its exit code too.
 | vitest (1 to 4) | `--reporter=default --reporter=junit --outputFile.junit=R` | JUnit | yes |
 | jest (ts-jest, babel-jest; react-scripts test) | `--json --outputFile=R` | jest's JSON | yes |
 | mocha >= 9.1 | `--reporter json --reporter-option output=R` | mocha's JSON | yes |
+| mocha < 9.1, if known | `--reporter xunit --reporter-option output=R` | xunit | yes |
 | `node --test` (Node 18.17+) | spec to stdout, our reporter (staged outside) to R | JUnit | yes |
 | ava | `--tap`, stdout to R, then shown | TAP | no: its titles change |
 | tap (node-tap 12+) | `--output-file=R` | TAP | yes |
@@ -121,10 +122,12 @@ class NodeTestCommand:
 
     script: str
     scripts: Mapping[str, str] = field(default_factory=dict)
+    versions: Mapping[str, str] = field(default_factory=dict)  # runner -> installed version
 
     @classmethod
     def of(cls, files: RepoFiles) -> NodeTestCommand:
-        """From the repository's package.json; NoTestScript when it has no test script."""
+        """From the repository's package.json (and the runners its node_modules holds, when
+        set-up put them in the tree); NoTestScript when it has no test script."""
         scripts = package_scripts(files)
         test = scripts.get("test", "").strip()
         if not test or test == NPM_DEFAULT_TEST:
@@ -132,13 +135,31 @@ class NodeTestCommand:
                 "package.json has no test script (npm's placeholder "
                 "'no test specified' counts as none): pass --test-cmd"
             )
-        return cls(script=test, scripts=scripts)
+        return cls(script=test, scripts=scripts, versions=installed_versions(files))
 
     def invocation(self, test_ids: Sequence[str] = ()) -> Invocation:
         report = f"/tmp/worker-report-{secrets.token_hex(8)}"
         return node_invocation(
-            self.script, report_path=report, test_ids=test_ids, scripts=self.scripts
+            self.script,
+            report_path=report,
+            test_ids=test_ids,
+            scripts=self.scripts,
+            versions=self.versions,
         )
+
+
+def installed_versions(files: RepoFiles) -> dict[str, str]:
+    """The version of each runner package in the tree's node_modules, where there is one."""
+    found: dict[str, str] = {}
+    for package in ("mocha",):  # the one whose flags depend on its version
+        text = files.read(f"node_modules/{package}/package.json")
+        try:
+            version = json.loads(text).get("version") if text else None
+        except (ValueError, AttributeError):
+            version = None
+        if isinstance(version, str):
+            found[package] = version
+    return found
 
 
 def package_scripts(files: RepoFiles) -> dict[str, str]:
@@ -164,10 +185,12 @@ def node_invocation(
     report_path: str,
     test_ids: Sequence[str] = (),
     scripts: Mapping[str, str] | None = None,
+    versions: Mapping[str, str] | None = None,
 ) -> Invocation:
     """`script` (package.json's `test`, with `scripts` for `pretest`, `posttest` and the
     scripts it runs by name) instrumented to write its runner's report to `report_path`, and
-    narrowed to the files of `test_ids` where its runner allows."""
+    narrowed to the files of `test_ids` where its runner allows. `versions` (runner package to
+    installed version): a mocha older than 9.1 writes xunit, having no JSON to a file."""
     if not _REPORT_PATH.match(report_path):
         raise ValueError(f"not a report path under /tmp: {report_path!r}")
     scripts = dict(scripts or {})
@@ -190,9 +213,13 @@ def node_invocation(
             notes.append("uvu writes no per-test report: judged by exit code")
             break
         _drop_formatter(pieces, k, notes)
-        pieces[k] = Piece(_instrument(piece.text, found, report_path, files, notes))
+        xunit = runner == "mocha" and _older((versions or {}).get("mocha"), (9, 1))
+        pieces[k] = Piece(_instrument(piece.text, found, report_path, files, notes, xunit=xunit))
     if runner == "other":
         notes.append("no test runner we know in the test script: judged by exit code")
+    fmt = REPORT_FORMAT.get(runner, "")
+    if runner == "mocha" and _older((versions or {}).get("mocha"), (9, 1)):
+        fmt = "mocha-xunit"
     if files and runner not in _NARROWS:
         notes.append(f"{runner} runs are not narrowed to files: the whole suite runs")
     reported = runner in REPORT_FORMAT
@@ -203,7 +230,7 @@ def node_invocation(
         command="; ".join([*prelude, join(pieces)]),
         env={TOKEN_VARIABLE: token} if token else {},
         report_path=report_path if reported else None,
-        report_format=REPORT_FORMAT.get(runner, ""),
+        report_format=fmt,
         runner=runner,
         test_cmd=script,
         staged={NODE_REPORTER: _node_reporter()} if runner == "node-test" else {},
@@ -319,7 +346,13 @@ def _node_test_flag(ws: list[str], i: int) -> int | None:
 
 
 def _instrument(
-    text: str, found: tuple[Runner, int, int], report: str, files: list[str], notes: list[str]
+    text: str,
+    found: tuple[Runner, int, int],
+    report: str,
+    files: list[str],
+    notes: list[str],
+    *,
+    xunit: bool = False,
 ) -> str:
     runner, at, after = found
     words = _words(text)
@@ -331,7 +364,7 @@ def _instrument(
     flags = {
         "vitest": f"--reporter=default --reporter=junit --outputFile.junit={report}",
         "jest": f"--json --outputFile={report}",
-        "mocha": f"--reporter json --reporter-option output={report}",
+        "mocha": f"--reporter {'xunit' if xunit else 'json'} --reporter-option output={report}",
         "node-test": (
             "--test-reporter=spec --test-reporter-destination=stdout "
             f'--test-reporter="${STAGE_VARIABLE}/{NODE_REPORTER}" '
@@ -384,6 +417,12 @@ def _drop_formatter(pieces: list[Piece], k: int, notes: list[str]) -> None:
         dropped = join(pieces[k + 1 : end])
         notes.append(f"the test runner's output is not piped on ({dropped})")
         del pieces[k + 1 : end]
+
+
+def _older(version: str | None, than: tuple[int, int]) -> bool:
+    """`version` ("9.0.3") is known and older than `than`."""
+    match = re.match(r"(\d+)\.(\d+)", version or "")
+    return match is not None and (int(match.group(1)), int(match.group(2))) < than
 
 
 def _files_of(test_ids: Sequence[str]) -> list[str]:
