@@ -81,7 +81,7 @@ def main() -> None:
         spec = BoxSpec(client=client, image=DEFAULT_IMAGE, limits=LIMITS)
         with open_session(repo, spec=spec, run_dir=work / "run", keep_logs=False) as session:
             started = time.monotonic()
-            run = run_tests(session.box)
+            run = run_tests(session.box, test_cmd="python -m pytest")
             whole = time.monotonic() - started
         report = run.result.captured
         assert report is not None and run.summary is not None, run.render()

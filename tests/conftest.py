@@ -125,3 +125,19 @@ def worker_containers(client: docker.DockerClient) -> list[Listed]:
     """Containers labelled as ours, running or not."""
     found = client.api.containers(all=True, filters={"label": LABEL})
     return [Listed(id=c["Id"], labels=c.get("Labels") or {}) for c in found]
+
+
+@pytest.fixture(scope="session")
+def node_image(docker_client: docker.DockerClient) -> str:
+    """worker-sandbox:node22, the image `worker fix` picks for a project whose registry (this
+    one, on loopback: npm_config_registry) lists Node 22 only; built from tests/.npm-node/ once
+    (a second ensure finds it) and kept, as a user's would be."""
+    from sandbox.ecosystems.node.image import ensure_node_image
+    from tests.npm_node import present, serve_npm_node
+
+    if not present():
+        pytest.fail("tests/.npm-node/ is missing: run scripts/bootstrap.sh (it fetches it)")
+    with serve_npm_node() as served:
+        return ensure_node_image(
+            docker_client, version="22", registry=served.url, progress=print
+        ).name

@@ -32,7 +32,7 @@ DOCTESTS = {
 
 def check_ids(box: Sandbox) -> None:
     """The failing doctests are named by their node ids, and each runs again by its id."""
-    run = run_tests(box)
+    run = run_tests(box, test_cmd="python -m pytest")
     assert run.summary is not None and run.result.captured is not None
     assert f'nodeid="{RST_ID}"'.encode() in run.result.captured  # as our plugin wrote it
     assert sorted(run.summary.failing_ids()) == [RST_ID, MODULE_ID]
@@ -42,7 +42,7 @@ def check_ids(box: Sandbox) -> None:
     known = list(run.summary.outcomes)
     for test_id in (RST_ID, MODULE_ID):
         assert resolve_test_ids([test_id], known).ids == (test_id,)
-        again = run_tests(box, test_ids=[test_id])
+        again = run_tests(box, test_cmd="python -m pytest", test_ids=[test_id])
         assert again.summary is not None and dict(again.summary.outcomes) == {test_id: "failed"}
 
 

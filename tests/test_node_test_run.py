@@ -1,32 +1,24 @@
 """A `node --test` project run in a real sandbox container, judged by test id: its baseline, a
 fix, and code under test that wants the green light without one.
 
-The image is the sandbox image with the host's Node copied in (worker-test-node-noderuns), a
-stopgap until the Node images of sandbox/ecosystems/node/image.py are on this branch."""
+The image is worker-sandbox:node22, built from the npm registry's Node packages served on
+loopback (tests/npm_node.py)."""
 
 from __future__ import annotations
 
-import io
-import shutil
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
 from policies.limits import Limits
 from policies.paths import PathPolicy
-from sandbox.container.image import image_exists
-from sandbox.ecosystems.node.runners import NodeTestCommand
 from sandbox.session import BoxSpec, SandboxSession, open_session
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
-from sandbox.worktree.repo_files import RepoFiles
 
 pytestmark = pytest.mark.docker
 
-NODE_IMAGE = "worker-test-node-noderuns"
 MEAN_BUG = "exports.mean = (xs) => xs.reduce((a, b) => a + b, 0) / (xs.length + 1)\n"
 MEAN_FIX = "exports.mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length\n"
 PROJECT = {
@@ -72,24 +64,6 @@ process.exit(0)
 """
 
 
-@pytest.fixture(scope="session")
-def node_image(docker_client: docker.DockerClient, sandbox_image: str) -> str:
-    """The sandbox image with Node in it, built once from the host's `node` binary."""
-    if not image_exists(docker_client, NODE_IMAGE):
-        node = shutil.which("node")
-        assert node, "these tests need Node on the host (copied into the image)"
-        context = io.BytesIO()
-        with tarfile.open(fileobj=context, mode="w") as tar:
-            dockerfile = f"FROM {sandbox_image}\nCOPY node /usr/local/bin/node\n".encode()
-            info = tarfile.TarInfo("Dockerfile")
-            info.size = len(dockerfile)
-            tar.addfile(info, io.BytesIO(dockerfile))
-            tar.add(node, arcname="node")
-        context.seek(0)
-        docker_client.images.build(fileobj=context, custom_context=True, tag=NODE_IMAGE, rm=True)
-    return NODE_IMAGE
-
-
 @pytest.fixture
 def sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxSession]:
     repo = make_repo(PROJECT)
@@ -104,8 +78,7 @@ def sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxS
 
 
 def run(session: SandboxSession):
-    command = NodeTestCommand.of(RepoFiles(session.workspace.path))
-    return run_tests(session.box, strategy=command)
+    return run_tests(session.box, test_cmd="npm test")
 
 
 def test_the_baseline_names_the_failing_tests_by_id_and_a_fix_is_verified(sandbox):
@@ -128,11 +101,7 @@ def test_the_baseline_names_the_failing_tests_by_id_and_a_fix_is_verified(sandbo
     verdict = judge(fixed, baseline=baseline)
     assert verdict.passed and verdict.rule == "junit", verdict.describe()
 
-    only = run_tests(
-        sandbox.box,
-        strategy=NodeTestCommand.of(RepoFiles(sandbox.workspace.path)),
-        test_ids=FAILING,
-    )
+    only = run_tests(sandbox.box, test_cmd="npm test", test_ids=FAILING)
     # Only the file of the ids ran, and they pass.
     assert only.summary is not None
     assert set(only.summary.outcomes) == {*FAILING, "test/mean.test.js::mean > of nothing"}

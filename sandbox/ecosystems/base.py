@@ -5,9 +5,10 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `recognises(repo)`: whether a repository is one of its projects (read, never run);
 - `runs(test_cmd)`: whether a test command is its runner's (`pytest`, `npm test`, `vitest`);
 - `test_command(repo)`: the command its maintainers run the tests with, when none is given;
-- `instrument(test_cmd, ids, stage=...)`: that command as it runs, with what makes the runner
-  itself write one outcome per test id to a report path the tests cannot predict, and how that
-  report is read (None: judged by exit code only, and the report says so);
+- `instrument(test_cmd, ids, workspace=..., stage=..., root=...)`: that command as it runs,
+  with what makes the runner itself write one outcome per test id to a report path the tests
+  cannot predict, and how that report is read (None, or no report path: judged by exit code
+  only, and the report says so);
 - `infer_setup(repo)`: the set-up a maintainer would run on a fresh clone;
 - `toolchain(repo, image=..., backend=...)`: the toolchain image the project asks for, built once;
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
@@ -101,7 +102,7 @@ class Ecosystem(Protocol):
     def test_command(self, repo: Path) -> str | None: ...
 
     def instrument(
-        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
     ) -> Instrumented | None: ...
 
     def infer_setup(self, repo: Path) -> SetupPlan: ...

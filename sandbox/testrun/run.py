@@ -146,7 +146,9 @@ def run_tests(
     ids = validate_test_ids(test_ids)
     ecosystem = ecosystem_running(test_cmd)
     how = (
-        ecosystem.instrument(test_cmd, ids, workspace=box.workspace, stage=box.stage)
+        ecosystem.instrument(
+            test_cmd, ids, workspace=box.workspace, stage=box.stage, root=_workspace_in(box)
+        )
         if ecosystem is not None
         else None
     )
@@ -175,3 +177,8 @@ def run_tests(
         test_ids=tuple(ids),
         test_cmd=test_cmd,
     )
+
+
+def _workspace_in(box: Sandbox) -> str:
+    """Where the box's commands see the workspace (the root of the paths in a report)."""
+    return "/workspace" if box.isolation_label == "docker" else str(box.workspace)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,13 @@ from typing import TYPE_CHECKING, Any
 from sandbox.ecosystems.base import FailedRun, Instrumented, NoTestCommand, Stage
 from sandbox.ecosystems.node.choice import NodeChoice, choose_node
 from sandbox.ecosystems.node.image import NodeImage, ensure_node_image
+from sandbox.ecosystems.node.missing import missing_packages
+from sandbox.ecosystems.node.runners import (
+    NodeTestCommand,
+    installed_versions,
+    node_invocation,
+    package_scripts,
+)
 from sandbox.ecosystems.node.stack_frames import frames
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
@@ -29,6 +37,8 @@ MARKERS = ("package.json",)
 RUNNERS = frozenset(
     {"npm", "npx", "yarn", "pnpm", "node", "vitest", "jest", "mocha", "ava", "tap", "tape", "uvu"}
 )
+#: The commands that run package.json's `test` script.
+_RUNS_TEST_SCRIPT = re.compile(r"(npm|yarn|pnpm)(\s+run)?\s+test|npm\s+t")
 #: npm's own placeholder for a project with no tests.
 NPM_PLACEHOLDER = re.compile(r"echo\s+[\"']?Error: no test specified")
 
@@ -110,9 +120,34 @@ class Node:
         return "npm test"
 
     def instrument(
-        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage
-    ) -> Instrumented | None:
-        return None
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
+    ) -> Instrumented:
+        """`npm test` (and yarn's, pnpm's) is package.json's `test` script; any other command
+        is taken as a script itself. Either way its runner writes its own report of one
+        outcome per test (sandbox/ecosystems/node/runners.py), read with ids relative to
+        `root`, where the sandbox's commands see the working copy."""
+        files = RepoFiles(workspace)
+        if _RUNS_TEST_SCRIPT.fullmatch(test_cmd.strip()):
+            how = NodeTestCommand.of(files).invocation(ids)
+        else:
+            how = node_invocation(
+                test_cmd,
+                report_path=f"/tmp/worker-report-{secrets.token_hex(8)}",
+                test_ids=ids,
+                scripts=package_scripts(files),
+                versions=installed_versions(files),
+            )
+        env = dict(how.env)
+        for name, data in how.staged.items():
+            env["WORKER_STAGE"] = stage(name, data).rsplit("/", 1)[0]
+        return Instrumented(
+            command=how.command,
+            env=env,
+            report_path=how.report_path,
+            token=how.token,
+            read_report=(lambda data: how.parse(data, root=root)) if how.report_path else None,
+            report_kind=how.report_format or "none",
+        )
 
     def infer_setup(self, repo: Path) -> SetupPlan:
         return SetupPlan(command=None, nothing="inferred set-up: nothing to install")
@@ -125,6 +160,11 @@ class Node:
         return NodeToolchain(choice=choose_node(repo))
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
+        if packages := missing_packages(run, tree):
+            more = ", ".join(p.package for p in packages[1:4])
+            extra = f" (and {len(packages) - 1} more: {more})" if len(packages) > 1 else ""
+            said = "" if packages[0].builtin else f"; {setup_said}"
+            return f"{packages[0].describe()}{extra}{said}"
         return None
 
     def suspect_frames(self, text: str) -> list[tuple[str, int]]:

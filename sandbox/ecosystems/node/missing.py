@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox.worktree.repo_files import RepoFiles
 
 if TYPE_CHECKING:
-    from sandbox.testrun.run import TestRun
+    from sandbox.ecosystems.base import FailedRun
 
 #: How node, jest, vitest and tsc say a package is not there.
 NOT_FOUND = (
@@ -69,7 +69,7 @@ class MissingPackage:
         )
 
 
-def missing_packages(run: TestRun, tree: Path) -> list[MissingPackage]:
+def missing_packages(run: FailedRun, tree: Path) -> list[MissingPackage]:
     """Packages the failing tests (or the whole command, without a report) could not load and
     that the repository at `tree` does not define; one entry per package."""
     return find_missing(run.failure_texts(), RepoFiles(tree))

@@ -55,7 +55,7 @@ class Python:
         return None
 
     def instrument(
-        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
     ) -> Instrumented:
         junit = f"/tmp/worker-junit-{secrets.token_hex(4)}.xml"
         token = secrets.token_hex(16)
