@@ -1,0 +1,151 @@
+"""`worker fix` on a Node project end to end: the real CLI, a real Node 22 image (built from the
+npm registry's Node packages served on loopback, tests/npm_node.py), real containers, and the
+scripted model server. The project is the issue's: a package.json whose `test` is `node --test`,
+one wrong divisor, and its tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.npm_node import LoopbackRegistry, serve_npm_node
+from tests.test_fix_cli import report, run_fix, tree_state
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
+
+pytestmark = pytest.mark.docker
+
+STATS = (
+    "'use strict';\n\n"
+    "function mean(values) {\n"
+    "  const total = values.reduce((sum, v) => sum + v, 0);\n"
+    "  return total / (values.length - 1);\n"
+    "}\n\n"
+    "module.exports = { mean };\n"
+)
+TESTS = (
+    "const { describe, it } = require('node:test');\n"
+    "const assert = require('node:assert/strict');\n"
+    "const { mean } = require('../stats');\n\n"
+    "describe('mean', () => {\n"
+    "  it('averages three numbers', () => assert.equal(mean([1, 2, 3]), 2));\n"
+    "  it('averages one number', () => assert.equal(mean([4]), 4));\n"
+    "});\n"
+)
+FAILING = [
+    "test/stats.test.js::mean > averages three numbers",
+    "test/stats.test.js::mean > averages one number",
+]
+GOOD_PATCH = """\
+--- a/stats.js
++++ b/stats.js
+@@ -3,5 +3,5 @@
+ function mean(values) {
+   const total = values.reduce((sum, v) => sum + v, 0);
+-  return total / (values.length - 1);
++  return total / values.length;
+ }
+"""
+
+
+def project(**package: object) -> dict[str, str]:
+    manifest = {"name": "stats", "version": "1.0.0", "scripts": {"test": "node --test"}}
+    manifest.update(package)
+    return {"package.json": json.dumps(manifest, indent=2), "stats.js": STATS,
+            "test/stats.test.js": TESTS}  # fmt: skip
+
+
+@pytest.fixture
+def registry(node_image: str) -> Iterator[LoopbackRegistry]:
+    """The Node registry the run lists releases from (npm_config_registry): Node 22 only, whose
+    image the session built."""
+    with serve_npm_node() as served:
+        yield served
+
+
+def fix(repo: Path, out: Path, registry: LoopbackRegistry, script: list, *extra: str):
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(
+            repo, out, *extra, base_url=server.base_url,
+            env={"npm_config_registry": registry.url},
+        )  # fmt: skip
+    return proc, server
+
+
+def test_a_node_test_project_is_fixed_and_verified_by_test_id(make_repo, tmp_path, registry):
+    repo = make_repo(project(engines={"node": ">=20"}))
+    before = tree_state(repo)
+    script = [tool_call("apply_patch", {"patch": GOOD_PATCH})]
+    proc, server = fix(repo, tmp_path / "out", registry, script)
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "fixed" and r["verification"]["passed"] is True
+    assert r["setup"]["ecosystem"] == "node"
+    assert r["setup"]["toolchain"]["version"].startswith("22.")
+    assert "engines.node >=20" in r["setup"]["toolchain"]["why"]
+    assert r["tests_before"]["failing"] == FAILING
+    assert r["tests_before"]["counts"] == {"passed": 0, "failed": 2, "errors": 0, "skipped": 0}
+    # Verified test by test, from the runner's own report, not by the exit code.
+    assert r["verdict"]["rule"] == "junit", r["verdict"]
+    assert "+  return total / values.length;" in (tmp_path / "out" / "fix.patch").read_text()
+    assert tree_state(repo) == before
+    # The model was shown the failing tests by their ids, with the assertion.
+    first = server.requests[0]["messages"][1]["content"]
+    assert "mean > averages one number" in first and "Infinity" in first
+    # A second run starts warm: the Node image is there, nothing is built.
+    again, _ = fix(
+        repo, tmp_path / "again", registry, [tool_call("apply_patch", {"patch": GOOD_PATCH})]
+    )
+    assert again.returncode == 0, again.stderr
+    assert report(tmp_path / "again")["setup"]["toolchain"]["built_s"] is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (  # the test script made to pass: package.json is not the model's to write
+            {"path": "package.json", "old": '"test": "node --test"', "new": '"test": "exit 0"'},
+            "package.json",
+        ),
+        (  # the code under test ends the process before a test can fail
+            {"path": "stats.js", "old": "'use strict';", "new": "'use strict'; process.exit(0);"},
+            "",
+        ),
+    ],
+)
+def test_a_node_run_cannot_be_made_green_without_a_fix(make_repo, tmp_path, registry, edit, why):
+    repo = make_repo(project())
+    script = [tool_call("replace", edit), text("The tests pass now.")]
+    proc, _ = fix(repo, tmp_path / "out", registry, script, "--max-steps", "2")
+    r = report(tmp_path / "out")
+    assert proc.returncode == 1, proc.stderr
+    assert r["status"] != "fixed" and not (r.get("verification") or {}).get("passed")
+    if why:  # refused by the policy, so never applied
+        calls = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
+        refused = [c["data"] for c in calls if c.get("type") == "tool_call" and "data" in c]
+        assert {"refused": why, "rule": f"write_deny:**/{why}"} in refused, refused
+
+
+def test_a_project_with_no_test_script_is_one_line_naming_the_repository(
+    make_repo, tmp_path, registry
+):
+    repo = make_repo(project(scripts={"build": "tsc"}))
+    proc, server = fix(repo, tmp_path / "out", registry, [])
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert f"cannot tell how to run the tests of {repo}" in line
+    assert 'package.json has no "test" script' in line and "/workspace" not in line
+    assert server.requests == []
+
+
+def test_an_engines_node_no_release_has_is_exit_6_before_any_model_call(
+    make_repo, tmp_path, registry
+):
+    repo = make_repo(project(engines={"node": ">=99"}))
+    proc, server = fix(repo, tmp_path / "out", registry, [])
+    assert proc.returncode == 6, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "Node >=99" in line and "22.12.0" in line
+    assert server.requests == []
