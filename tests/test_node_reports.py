@@ -210,3 +210,4 @@ class _Run:
         self.expects_junit = True
         self.token = None
         self.junit_error = ""
+        self.report_kind = "tape TAP"

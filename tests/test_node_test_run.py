@@ -129,7 +129,7 @@ def test_a_report_forged_by_the_code_under_test_is_replaced_by_the_runners(sandb
     verdict = judge(tricked, baseline=baseline)
     assert not verdict.passed
     if tricked.summary is None:
-        assert "the JUnit report was not read: not JUnit XML" in verdict.describe()
+        assert "the node --test JUnit report was not read: not JUnit XML" in verdict.describe()
     else:
         assert "forged::marker" not in tricked.summary.outcomes, verdict.describe()
 

@@ -30,6 +30,7 @@ class TestRun:
     junit_error: str = ""  # why a report that was written was not read (too large, not JUnit)
     test_ids: tuple[str, ...] = ()  # the tests asked for; () is the whole suite
     test_cmd: str = ""  # the test command as configured, before our flags
+    report_kind: str = "JUnit"  # the per-test report's name in the user's words
 
     @property
     def verdict(self) -> Verdict:
@@ -94,9 +95,10 @@ class TestRun:
             return f"tests did not finish: {self.result.describe()}"
         if self.summary is None:
             verdict = "passed" if self.passed else "failed"
-            missing = "no JUnit report: not a pass" if self.expects_junit else "no JUnit report"
+            kind = self.report_kind
+            missing = f"no {kind} report: not a pass" if self.expects_junit else "no JUnit report"
             if self.junit_error:
-                missing = f"JUnit report not read: {self.junit_error}"
+                missing = f"{kind} report not read: {self.junit_error}"
             return f"test command {verdict} ({self.result.describe()}; {missing})"
         s = self.summary
         return (
@@ -176,6 +178,7 @@ def run_tests(
         junit_error=junit_error,
         test_ids=tuple(ids),
         test_cmd=test_cmd,
+        report_kind=how.report_kind,
     )
 
 

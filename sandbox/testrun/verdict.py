@@ -36,7 +36,7 @@ TOKEN_PROPERTY = "worker_run_token"
 
 Rule = Literal["junit", "exit_code_only"]
 RULE_TEXT = {
-    "junit": "verified by the JUnit report of the run, test by test against the baseline",
+    "junit": "verified by the {kind} report of the run, test by test against the baseline",
     "exit_code_only": "verified by exit code only (the test command wrote no JUnit report)",
 }
 MAX_REASONS_SHOWN = 6
@@ -72,6 +72,9 @@ class JudgedRun(Protocol):
     @property
     def junit_error(self) -> str: ...
 
+    @property
+    def report_kind(self) -> str: ...  # the report's name in the user's words: "JUnit"
+
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
@@ -80,11 +83,12 @@ class Verdict:
     passed: bool
     rule: Rule
     reasons: tuple[str, ...] = ()
+    report_kind: str = "JUnit"  # the per-test report the rule read ("jest JSON")
 
     def describe(self) -> str:
         """One line: which rule verified it, or why it is not a pass."""
         if self.passed:
-            return RULE_TEXT[self.rule]
+            return RULE_TEXT[self.rule].format(kind=self.report_kind)
         shown = list(self.reasons[:MAX_REASONS_SHOWN])
         more = len(self.reasons) - len(shown)
         if more > 0:
@@ -97,7 +101,7 @@ class Verdict:
 
 def judge_run(run: JudgedRun) -> Verdict:
     """Did this run, on its own, pass? (See the module docstring for the rules.)"""
-    result, summary = run.result, run.summary
+    result, summary, kind = run.result, run.summary, run.report_kind
     reasons: list[str] = []
     if result.timed_out or result.oom_killed or result.disk_exceeded:
         reasons.append(f"the tests did not finish: {result.describe()}")
@@ -107,14 +111,17 @@ def judge_run(run: JudgedRun) -> Verdict:
         return Verdict(passed=not reasons, rule="exit_code_only", reasons=tuple(reasons))
     if summary is None:
         reasons.append(
-            f"the JUnit report was not read: {run.junit_error}"
+            f"the {run.report_kind} report was not read: {run.junit_error}"
             if run.junit_error
-            else f"the test run wrote no JUnit report (exit {result.exit_code}): the test "
-            "process stopped before pytest finished"
+            else f"the test run wrote no {run.report_kind} report (exit {result.exit_code}): "
+            "the test process stopped before its runner finished"
         )
-        return Verdict(passed=False, rule="junit", reasons=tuple(reasons))
+        return Verdict(passed=False, rule="junit", reasons=tuple(reasons), report_kind=kind)
     if run.token is not None and summary.properties.get(TOKEN_PROPERTY) != run.token:
-        reasons.append("the JUnit report was not written by this run's pytest (its token is wrong)")
+        reasons.append(
+            f"the {run.report_kind} report was not written by this run's test runner "
+            "(its token is wrong)"
+        )
     failing = summary.failed + summary.errors
     if failing:
         reasons.append(f"{summary.failed} failed and {summary.errors} errors in the report")
@@ -124,7 +131,7 @@ def judge_run(run: JudgedRun) -> Verdict:
         reasons.append("the report says tests failed, yet the command exited 0")
     if not failing and result.exit_code != 0 and not result.timed_out:
         reasons.append(f"the report says passed, yet the command exited {result.exit_code}")
-    return Verdict(passed=not reasons, rule="junit", reasons=tuple(reasons))
+    return Verdict(passed=not reasons, rule="junit", reasons=tuple(reasons), report_kind=kind)
 
 
 def judge(run: JudgedRun, *, baseline: JudgedRun | None, patch: str = "") -> Verdict:
@@ -145,7 +152,9 @@ def judge(run: JudgedRun, *, baseline: JudgedRun | None, patch: str = "") -> Ver
     if baseline is not None:
         reasons += _fixtures_changed(run, baseline)
     reasons += tampering(patch)
-    return Verdict(passed=not reasons, rule=alone.rule, reasons=tuple(reasons))
+    return Verdict(
+        passed=not reasons, rule=alone.rule, reasons=tuple(reasons), report_kind=alone.report_kind
+    )
 
 
 def _fixtures_changed(run: JudgedRun, baseline: JudgedRun) -> list[str]:

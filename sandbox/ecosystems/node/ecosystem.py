@@ -39,6 +39,12 @@ RUNNERS = frozenset(
 )
 #: The commands that run package.json's `test` script.
 _RUNS_TEST_SCRIPT = re.compile(r"(npm|yarn|pnpm)(\s+run)?\s+test|npm\s+t")
+#: A report format's name in the user's words, after its runner's ("vitest JUnit").
+_FORMAT_NAMES = {
+    "vitest-junit": "vitest JUnit", "node-junit": "node --test JUnit",
+    "node-test-junit": "node --test JUnit", "jest-json": "jest JSON", "mocha-json": "mocha JSON",
+    "mocha-xunit": "mocha xunit", "tap": "TAP", "ava-tap": "ava TAP", "tape": "tape TAP",
+}  # fmt: skip
 #: npm's own placeholder for a project with no tests.
 NPM_PLACEHOLDER = re.compile(r"echo\s+[\"']?Error: no test specified")
 
@@ -146,7 +152,7 @@ class Node:
             report_path=how.report_path,
             token=how.token,
             read_report=(lambda data: how.parse(data, root=root)) if how.report_path else None,
-            report_kind=how.report_format or "none",
+            report_kind=_FORMAT_NAMES.get(how.report_format, "runner's"),
         )
 
     def infer_setup(self, repo: Path) -> SetupPlan:
