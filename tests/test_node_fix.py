@@ -6,12 +6,14 @@ one wrong divisor, and its tests."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.npm_node import LoopbackRegistry, serve_npm_node
+from tests.test_ci_cli import ci
 from tests.test_fix_cli import report, run_fix, tree_state
 from worker.llm.scripted_server import ScriptedServer, text, tool_call
 
@@ -149,3 +151,29 @@ def test_an_engines_node_no_release_has_is_exit_6_before_any_model_call(
     line = proc.stderr.strip().splitlines()[-1]
     assert "Node >=99" in line and "22.12.0" in line
     assert server.requests == []
+
+
+def test_worker_ci_on_a_node_build_triages_ci_s_junit_and_fixes_the_real_failure(
+    make_repo, tmp_path, registry
+):
+    repo = make_repo(project())
+    # CI's JUnit, as Node's own junit reporter wrote it on the host's Node (20: it names no
+    # test file, so worker finds CI's tests in its own runs by their titles).
+    junit = tmp_path / "ci.xml"
+    subprocess.run(
+        ["node", "--test", "--test-reporter=junit", f"--test-reporter-destination={junit}"],
+        cwd=repo, capture_output=True, check=False,
+    )  # fmt: skip
+    assert b"averages one number" in junit.read_bytes()
+    script = [tool_call("apply_patch", {"patch": GOOD_PATCH})]
+    with ScriptedServer(script=script) as server:
+        proc = ci(repo, tmp_path / "out", "--junit", str(junit), base_url=server.base_url,
+                  env={"npm_config_registry": registry.url})  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "fixed" and r["ci"]["verified"] and r["verdict"]["rule"] == "junit"
+    triaged = {t["test_id"]: (t["kind"], t["passes"], t["fails"]) for t in r["ci"]["tests"]}
+    assert set(triaged.values()) == {("failing", 0, 2)} and len(triaged) == 2, triaged
+    assert all(t.endswith(("mean > averages three numbers", "mean > averages one number"))
+               for t in triaged)  # fmt: skip

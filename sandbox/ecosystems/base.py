@@ -13,7 +13,8 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `toolchain(repo, image=..., backend=...)`: the toolchain image the project asks for, built once;
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
   package not installed, a program missing): one line, exit 6 before any model call;
-- `suspect_frames(text)`: the `path:line` frames of a failure text (the search's suspects).
+- `suspect_frames(text)`: the `path:line` frames of a failure text (the search's suspects);
+- `read_ci_report(data, repo)`: a JUnit file CI wrote, its ids as this ecosystem's runs say them.
 
 Which files are tests and test configuration (never the model's to write) is the policy's
 (policies/paths.py, below this layer): each ecosystem names its globs there.
@@ -112,3 +113,8 @@ class Ecosystem(Protocol):
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None: ...
 
     def suspect_frames(self, text: str) -> list[tuple[str, int]]: ...
+
+    def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
+        """A JUnit file CI wrote (its runner's, on CI's disk), with ids as this ecosystem's
+        runs name the same tests in `repo`; ValueError when it is not one."""
+        ...

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.testrun.junit import parse_junit
+from sandbox.testrun.junit import TestSummary, parse_junit
 from worker.errors import UsageError
 
 
@@ -20,9 +20,11 @@ class CiFailures:
     files: tuple[str, ...]
 
 
-def read_junit_files(paths: Sequence[Path]) -> CiFailures:
-    """Parse and merge JUnit files (matrix jobs give several); a missing, empty or non-JUnit
-    file is a UsageError naming it."""
+def read_junit_files(
+    paths: Sequence[Path], read: Callable[[bytes], TestSummary] = parse_junit
+) -> CiFailures:
+    """Parse and merge JUnit files (matrix jobs give several) with `read` (the ecosystem's:
+    sandbox/ecosystems/); a missing, empty or non-JUnit file is a UsageError naming it."""
     seen: dict[str, list[str]] = {}
     for path in paths:
         try:
@@ -32,7 +34,7 @@ def read_junit_files(paths: Sequence[Path]) -> CiFailures:
         if not data.strip():
             raise UsageError(f"--junit {path}: the file is empty")
         try:
-            summary = parse_junit(data)
+            summary = read(data)
         except ValueError as exc:
             raise UsageError(f"--junit {path}: {exc}") from exc
         for test_id in summary.failing_ids():

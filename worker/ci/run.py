@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.ecosystems import detect_test_command
+from sandbox.ecosystems import detect_test_command, ecosystem_for, ecosystem_running
 from sandbox.ecosystems.python.pytest_command import is_pytest
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
 from sandbox.testrun.run import TestRun, run_tests
+from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.user_git import user_git
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.ci.failures import exists_in, read_junit_files
@@ -95,7 +96,10 @@ class CiRun:
     def what_failed(self) -> list[str]:
         """From the CI's JUnit files, else from a run of the test command in a fresh sandbox."""
         if self.junit:
-            return list(read_junit_files(self.junit).failing)
+            repo = self.fix.request.repo
+            ecosystem = ecosystem_for(repo, self.fix.request.config.test_cmd)
+            read = (lambda data: ecosystem.read_ci_report(data, repo)) if ecosystem else None
+            return list(read_junit_files(self.junit, *([read] if read else [])).failing)
         with self.fresh("baseline") as session:
             test_cmd, timeout_s = self.test_cmd(session), self.fix.request.test_timeout_s
             baseline = run_tests(session.box, test_cmd=test_cmd, timeout_s=timeout_s)
@@ -115,6 +119,10 @@ class CiRun:
         unknown = []
         if self.junit and is_pytest(test_cmd):
             unknown = [t for t in failing if not exists_in(self.fix.request.repo, t)]
+        elif self.junit and ecosystem_running(test_cmd) is not None:  # its test files, at least
+            files = RepoFiles(self.fix.request.repo)
+            named = [t for t in failing if not t.startswith("::")]  # no file: found by titles
+            unknown = [t for t in named if not files.exists(t.partition("::")[0])]
         if unknown:
             self.fix.progress.say(f"not in the repository (not run): {', '.join(unknown)}")
         self.fix.progress.say(f"flaky triage: {len(failing)} failing, {self.reruns} re-runs each")

@@ -10,11 +10,12 @@ import re
 import secrets
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.ecosystems.base import FailedRun, Instrumented, NoTestCommand, Stage
+from sandbox.ecosystems.node import reports
 from sandbox.ecosystems.node.choice import NodeChoice, choose_node
 from sandbox.ecosystems.node.image import NodeImage, ensure_node_image
 from sandbox.ecosystems.node.missing import missing_packages
@@ -26,6 +27,7 @@ from sandbox.ecosystems.node.runners import (
 )
 from sandbox.ecosystems.node.stack_frames import frames
 from sandbox.setup.plan import SetupPlan
+from sandbox.testrun.junit import TestSummary
 from sandbox.worktree.repo_files import RepoFiles
 
 if TYPE_CHECKING:
@@ -175,6 +177,41 @@ class Node:
 
     def suspect_frames(self, text: str) -> list[tuple[str, int]]:
         return [(f.path, f.line) for f in frames(text)]
+
+    def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
+        """vitest's, mocha's xunit and Node's own JUnit, told apart by their marks; test files
+        named by CI's absolute paths are taken back to the repository's own."""
+        head = data[:4096]
+        kind = (
+            "vitest-junit"
+            if b'name="vitest tests"' in head
+            else "mocha-xunit"
+            if b'name="Mocha Tests"' in head
+            else "node-junit"
+        )
+        return ci_ids(reports.parse_report(kind, data, root=""), repo)
+
+
+def ci_ids(summary: TestSummary, repo: Path) -> TestSummary:
+    """`summary` with each id's file as a path of `repo`: the shortest tail of CI's path (its
+    checkout's `/home/runner/work/x/x/test/a.test.js`) that is a file of the repository."""
+    files = RepoFiles(repo)
+    known: dict[str, str] = {}
+
+    def local(test_id: str) -> str:
+        path, sep, rest = test_id.partition("::")
+        if not path or path in known:
+            return f"{known.get(path, path)}{sep}{rest}"
+        parts = path.strip("/").split("/")
+        tails = ("/".join(parts[i:]) for i in range(len(parts) - 1, -1, -1))
+        known[path] = next((t for t in tails if files.exists(t)), path)
+        return f"{known[path]}{sep}{rest}"
+
+    return replace(
+        summary,
+        outcomes={local(k): v for k, v in summary.outcomes.items()},
+        failures=tuple(replace(f, test_id=local(f.test_id)) for f in summary.failures),
+    )
 
 
 NODE = Node()

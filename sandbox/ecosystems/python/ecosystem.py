@@ -23,7 +23,7 @@ from sandbox.ecosystems.python.pytest_command import (
 )
 from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.setup.plan import SetupPlan
-from sandbox.testrun.junit import parse_junit
+from sandbox.testrun.junit import TestSummary, parse_junit
 
 #: Files at the root that make a repository a Python project.
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
@@ -91,6 +91,9 @@ class Python:
             path, line = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
             found.append((path, int(line)))
         return found
+
+    def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
+        return parse_junit(data)
 
 
 def _stamp_plugin() -> bytes:
