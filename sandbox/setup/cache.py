@@ -3,17 +3,22 @@
 `pip install -e .[test]` runs once, on a throwaway copy of the tree, as the sandbox user; the
 container is committed as `worker-setup:<key>`, so the next run on the same repository starts
 warm. Installing runs the project's own build code, so its network is fenced
-(sandbox/setup/network.py): by default the package index alone. The index and proxy variables a
-pip user has set, and the extra ones named in `SetupSpec.env_names` (a private index's token),
-reach the set-up command through its exec environment only: never the container's configuration
-(so never the committed image's), never a file, never a progress line. Their names, the network
-mode and the allowed hosts are part of the key; their values are not. The agent's own sandbox
-never has a network.
+(sandbox/setup/network.py): by default the package registry alone. The registry and proxy
+variables a user has set, and the extra ones named in `SetupSpec.env_names` (a private index's
+token, `NPM_TOKEN`), reach the set-up command through its exec environment only: never the
+container's configuration (so never the committed image's), never a file, never a progress
+line. Their names, the network mode and the allowed hosts are part of the key; their values are
+not. The agent's own sandbox never has a network.
+
+What differs between ecosystems is data, the spec's `installer` (sandbox/setup/installer.py):
+pip's by default; npm's, Yarn's or pnpm's from sandbox/ecosystems/node/setup_infer.py, whose
+`node_modules` is moved into the image and linked from each copy (sandbox/setup/tree_dirs.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import time
@@ -34,9 +39,9 @@ from sandbox.container.results import CommandResult
 from sandbox.ecosystems.python.vcs_version import VcsVersion, asks_git_for_version, checkout_version
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.home import worker_home
+from sandbox.setup.installer import CACHE_DIR, PIP, Installer
 from sandbox.setup.log import failure_cause, keep_log
 from sandbox.setup.network import (
-    INDEX_VARIABLES,
     NETWORK_MODES,
     PROXY_VARIABLES,
     NetworkMode,
@@ -47,7 +52,8 @@ from sandbox.setup.network import (
     plan_network,
 )
 from sandbox.setup.tree import added_files, ensure_on_host, manifest, store
-from sandbox.worktree.workspace import make_run_dir, remove_dir, snapshot
+from sandbox.setup.tree_dirs import LINKS_LABEL, find_tree_dirs, make_deps_dir, move_tree_dirs
+from sandbox.worktree.workspace import SANDBOX_UID, make_run_dir, remove_dir, snapshot
 
 SETUP_REPOSITORY = "worker-setup"
 DEPENDENCY_FILES = (
@@ -65,6 +71,14 @@ DEPENDENCY_FILES = (
     "environment.yml",
     "package.json",
     "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
 )
 #: Where else the set-up inference (sandbox/ecosystems/python/setup_infer.py) reads requirements
 #: from.
@@ -98,6 +112,7 @@ class SetupSpec:
     network: NetworkMode = "index"
     env_names: tuple[str, ...] = ()  # read from os.environ at run time, passed to set-up only
     timeout_s: float = 900.0
+    installer: Installer = PIP  # the registry hosts, variables and folders of its ecosystem
 
     def __post_init__(self) -> None:
         bad = [n for n in self.env_names if not _NAME.match(n)]
@@ -165,7 +180,9 @@ def setup_key(
 ) -> str:
     """Hash of the base image id, the command, the network (mode, allowed hosts, the names of
     the variables passed: never their values) and the dependency files' contents."""
-    plan = plan_network(spec.network, env_names=spec.env_names, environ=_environ(environ))
+    plan = plan_network(
+        spec.network, env_names=spec.env_names, environ=_environ(environ), installer=spec.installer
+    )
     version = checkout_version(repo) if asks_git_for_version(repo) else None
     return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
 
@@ -190,7 +207,9 @@ def prepare_setup_image(
     image does). Raises SetupFailed when the command fails or times out."""
     started = time.monotonic()
     env_source = _environ(environ)
-    plan = plan_network(spec.network, env_names=spec.env_names, environ=env_source)
+    plan = plan_network(
+        spec.network, env_names=spec.env_names, environ=env_source, installer=spec.installer
+    )
     version = checkout_version(repo) if asks_git_for_version(repo) else None
     key = _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
     tag = f"{SETUP_REPOSITORY}:{key}"
@@ -257,7 +276,11 @@ def prepare_setup_image(
             stack.enter_context(box)
             if target is not None and target != "bridge":
                 attach(client, box.container_id, target)
+            installer = spec.installer
+            if installer.needs_deps_dir:
+                make_deps_dir(client, box.container_id, uid=SANDBOX_UID)
             env = {**plan.command_env(fence.url if fence else None), **FRESH_ENV, **SETUP_TMP}
+            env |= {**installer.env, **_path(client, base_image, installer.bin_dirs)}
             env |= version.env() if version else {}
             ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
             secrets = _secrets(spec, env_source)
@@ -267,13 +290,22 @@ def prepare_setup_image(
                 raise _failure(spec, plan, ran, refused, secrets=secrets, log=log)
             if refused:  # it did without them; the user may want to know all the same
                 progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
+            moved = move_tree_dirs(
+                box, find_tree_dirs(workspace.path, installer.tree_dirs), timeout_s=600
+            )
+            if installer.env or installer.tree_dirs:  # its caches: not for the image
+                box.run(f"rm -rf {CACHE_DIR}", timeout_s=300)
             found = added_files(before, manifest(workspace.path))
-            store(client, box.container_id, workspace.path, found, kept / "tree")
+            store(client, box.container_id, workspace.path, found, kept / "tree", links=moved)
+            if moved:
+                progress(f"set-up: {', '.join(moved[:3])} kept in the image, linked from the tree")
             if found.files:
                 progress(f"set-up wrote {_files(found.files)} into the tree: kept with the image")
             if found.left_out:
                 progress(f"set-up: not kept (over the caps): {_files(found.left_out)}")
-            _commit(client, box.container_id, base_image=base_image, tag=key, spec=spec)
+            _commit(
+                client, box.container_id, base_image=base_image, tag=key, spec=spec, links=moved
+            )
     finally:
         remove_dir(run_dir)
     done = result(False)
@@ -319,7 +351,8 @@ def _key(
     digest = hashlib.sha256()
     digest.update(client.images.get(base_image).id.encode())
     given = version.key if version else ""
-    for part in (RECIPE, spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts, given):
+    parts = (RECIPE, spec.command, spec.network, *plan.names, "|", *plan.allowed_hosts, given)
+    for part in (*parts, *spec.installer.key_parts()):
         digest.update(b"\0" + part.encode())
     digest.update(b"\0")
     for name in dependency_files(repo):
@@ -330,18 +363,42 @@ def _key(
 
 
 def _commit(
-    client: docker.DockerClient, container_id: str, *, base_image: str, tag: str, spec: SetupSpec
+    client: docker.DockerClient,
+    container_id: str,
+    *,
+    base_image: str,
+    tag: str,
+    spec: SetupSpec,
+    links: tuple[str, ...],
 ) -> None:
-    """Commit with the base image's own environment: the daemon merges the container's
-    variables in (only the sandbox's fixed BASE_ENV: the set-up's variables were the exec's)."""
-    base_env = client.images.get(base_image).attrs.get("Config", {}).get("Env") or []
+    """Commit with the base image's own environment and the installer's fixed `image_env`:
+    the daemon merges the container's variables in (only the sandbox's fixed BASE_ENV: the
+    set-up's variables were the exec's)."""
+    installer = spec.installer
+    extra = {**installer.image_env, **_path(client, base_image, installer.bin_dirs)}
+    kept = [e for e in _base_env(client, base_image) if e.partition("=")[0] not in extra]
+    base_env = kept + [f"{k}={v}" for k, v in extra.items()]
     labels = {"worker.setup": spec.command[:200], "worker.base": base_image}
+    if links:
+        labels[LINKS_LABEL] = json.dumps(list(links))
     client.api.commit(
         container_id,
         repository=SETUP_REPOSITORY,
         tag=tag,
         conf={"Env": base_env, "Labels": labels, "Cmd": ["sleep", "infinity"]},
     )
+
+
+def _base_env(client: docker.DockerClient, image: str) -> list[str]:
+    return list(client.images.get(image).attrs.get("Config", {}).get("Env") or [])
+
+
+def _path(client: docker.DockerClient, image: str, bin_dirs: tuple[str, ...]) -> dict[str, str]:
+    """PATH with `bin_dirs` first, the rest as `image` has it ({} when there are none)."""
+    if not bin_dirs:
+        return {}
+    base = next((e[5:] for e in _base_env(client, image) if e.startswith("PATH=")), "")
+    return {"PATH": ":".join([*bin_dirs, *(base or "/usr/local/bin:/usr/bin:/bin").split(":")])}
 
 
 def _failure(
@@ -363,8 +420,7 @@ def _failure(
     if refused:
         network_error = (
             f"the set-up proxy refused {', '.join(refused[:5])}: index mode reaches "
-            f"{', '.join(plan.allowed_hosts)} only (an index named in PIP_INDEX_URL or "
-            "UV_INDEX_URL joins them; --setup-network full allows any host)"
+            f"{', '.join(plan.allowed_hosts)} only ({spec.installer.widen_hint})"
         )
     how = (
         f"timed out after {ran.duration_s:.0f}s" if ran.timed_out else f"failed ({ran.describe()})"
@@ -384,7 +440,7 @@ def _failure(
 def _secrets(spec: SetupSpec, environ: Mapping[str, str]) -> list[str]:
     """Values never to repeat: the named variables', and passwords inside index/proxy URLs."""
     values = [environ[n] for n in spec.env_names if len(environ.get(n, "")) >= 4]
-    for name in (*INDEX_VARIABLES, *PROXY_VARIABLES):
+    for name in (*spec.installer.url_variables, *PROXY_VARIABLES):
         for match in _URL_SECRET.finditer(environ.get(name, "")):
             values.append(match.group(0)[3:-1])
     return sorted(set(values), key=len, reverse=True)

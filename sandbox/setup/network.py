@@ -1,10 +1,12 @@
-"""The set-up phase's network: the package index, and nothing else.
+"""The set-up phase's network: the package registry, and nothing else.
 
-Installing a project runs its build backend (setup.py, a PEP 517 hook) with the network on:
-untrusted code. In `index` mode (the default) the set-up container sits on an internal Docker
-network of its own, whose one way out is a filtering proxy in a sidecar container: Debian's
-tinyproxy, denying every host but the package index's (PyPI's, plus the hosts of the index
-variables the user has set). So a build script cannot reach the cloud metadata address, the
+Installing a project runs its build backend (setup.py, a PEP 517 hook, npm's install scripts)
+with the network on: untrusted code. In `index` mode (the default) the set-up container sits on
+an internal Docker network of its own, whose one way out is a filtering proxy in a sidecar
+container: Debian's tinyproxy, denying every host but the package registry's. Which hosts those
+are is the set-up's installer's to say (sandbox/setup/installer.py): PyPI's for pip, the npm
+registry's for Node, plus the hosts of the registry variables the user has set (PIP_INDEX_URL,
+npm_config_registry). So a build script cannot reach the cloud metadata address, the
 host's private network or any other name; direct connections have no route at all, and no name
 outside resolves. `full` is the egress network as it is (Docker's default bridge unless the
 caller names another), `none` no network at all.
@@ -37,24 +39,15 @@ import docker.errors
 
 from sandbox.container.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
+from sandbox.setup.installer import INDEX_VARIABLES, PIP, PYPI_HOSTS, Installer
 from sandbox.worktree.workspace import SANDBOX_UID
+
+__all__ = ["INDEX_VARIABLES", "PYPI_HOSTS"]  # where callers found them before installer.py
 
 NetworkMode = Literal["index", "full", "none"]
 NETWORK_MODES: tuple[str, ...] = ("index", "full", "none")
-PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
-#: Variables naming package indexes: their hosts join the allow-list.
-INDEX_VARIABLES = (
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "UV_INDEX_URL",
-    "UV_EXTRA_INDEX_URL",
-    "UV_DEFAULT_INDEX",
-    "UV_INDEX",
-)
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
-#: What a pip user already has set, passed from the host to the set-up command (and only to it).
-PASSED_VARIABLES = (*INDEX_VARIABLES, "PIP_TRUSTED_HOST", *PROXY_VARIABLES, *NO_PROXY_VARIABLES)
 PROXY_PORT = 8888
 PROXY_MOUNT = "/run/worker-proxy"
 READY_TIMEOUT_S = 15.0
@@ -75,25 +68,32 @@ class NetworkPlan:
     notes: tuple[str, ...]  # what the user should know: a proxy of theirs left out, and why
     passed: dict[str, str]  # host variables for the set-up command (see command_env)
     names: tuple[str, ...]  # the names of the host variables read: part of the cache key
+    #: Variables the installer reads its proxy from, besides PROXY_VARIABLES.
+    proxy_variables: tuple[str, ...] = ()
 
     def command_env(self, proxy_url: str | None) -> dict[str, str]:
         """The set-up command's environment: in index mode the proxies are the sidecar, and no
         NO_PROXY can send an index host around it (there is no other way out anyway)."""
         if self.mode != "index" or proxy_url is None:
             return dict(self.passed)
-        env = {
-            k: v for k, v in self.passed.items() if k not in (*PROXY_VARIABLES, *NO_PROXY_VARIABLES)
-        }
-        return {**env, **dict.fromkeys(PROXY_VARIABLES, proxy_url)}
+        proxies = (*PROXY_VARIABLES, *self.proxy_variables)
+        env = {k: v for k, v in self.passed.items() if k not in (*proxies, *NO_PROXY_VARIABLES)}
+        return {**env, **dict.fromkeys(proxies, proxy_url)}
 
 
 def plan_network(
-    mode: str, *, env_names: tuple[str, ...], environ: Mapping[str, str]
+    mode: str,
+    *,
+    env_names: tuple[str, ...],
+    environ: Mapping[str, str],
+    installer: Installer = PIP,
 ) -> NetworkPlan:
-    """Read the host environment once: the allow-list, the upstream proxy, what is passed."""
+    """Read the host environment once: the allow-list (the installer's hosts and those of the
+    registry variables set), the upstream proxy, what is passed."""
     if mode not in NETWORK_MODES:
         raise SandboxUsageError(f"set-up network must be one of {', '.join(NETWORK_MODES)}: {mode}")
-    wanted = [n for n in PASSED_VARIABLES if environ.get(n)]
+    known = (*installer.url_variables, *installer.passed, *PROXY_VARIABLES, *NO_PROXY_VARIABLES)
+    wanted = [n for n in dict.fromkeys(known) if environ.get(n)]
     passed = {n: environ[n] for n in wanted}
     passed.update({n: environ[n] for n in env_names if n in environ})
     names = tuple(sorted({*wanted, *env_names}))
@@ -102,8 +102,8 @@ def plan_network(
             mode=mode, allowed_hosts=(), connect_ports=(), upstream=None, direct_hosts=(),
             notes=(), passed=passed, names=names,
         )  # fmt: skip
-    hosts, ports = list(PYPI_HOSTS), [443, 80]
-    for name in INDEX_VARIABLES:
+    hosts, ports = list(dict.fromkeys(installer.hosts)), [443, 80]
+    for name in installer.url_variables:
         for url in _index_urls(environ.get(name, "")):
             host, port = _host_port(url, name)
             hosts += [host] if host not in hosts else []
@@ -123,6 +123,7 @@ def plan_network(
         notes=notes,
         passed=passed,
         names=names,
+        proxy_variables=installer.proxy_variables,
     )
 
 

@@ -13,11 +13,16 @@ top-level `build/` or `dist/`...), and at most `MAX_FILES` files and `MAX_BYTES`
 said in a note, not kept. A file of the tree that set-up rewrote is not kept: the repository's
 build code is hostile input, and what it does to the project's own files (its tests, say) must
 not reach every copy, the clean one that decides the verdict included.
+
+Beside the files, links: a folder set-up wrote that belongs to the environment (`node_modules`)
+lives in the image (sandbox/setup/tree_dirs.py), and each copy gets a link to it in its place.
+The host folder holds those links as links; the image lists them in a label.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -30,6 +35,7 @@ import docker
 import docker.errors
 
 from sandbox.errors import SandboxError
+from sandbox.setup.tree_dirs import LINKS_LABEL, link_paths, link_target
 
 IMAGE_DIR = "/opt/worker-setup-tree"
 MAX_FILES = 2_000
@@ -110,12 +116,24 @@ def added_files(before: Manifest, after: Manifest) -> TreeFiles:
 
 
 def store(
-    client: docker.DockerClient, container_id: str, tree: Path, found: TreeFiles, host_dir: Path
+    client: docker.DockerClient,
+    container_id: str,
+    tree: Path,
+    found: TreeFiles,
+    host_dir: Path,
+    *,
+    links: tuple[str, ...] = (),
 ) -> None:
     """Copy `found` from `tree` into the container (at IMAGE_DIR, to be committed with it) and
-    into `host_dir` (replaced whole; empty when set-up wrote nothing)."""
+    into `host_dir` (replaced whole; empty when set-up wrote nothing), with a link at each of
+    `links` to the folder moved into the image (the image's label lists them)."""
+
+    def fill(dest: Path) -> None:
+        _copy(tree, found.files, dest)
+        _links(links, dest)
+
     if not found.files:
-        _replace_dir(host_dir, lambda _dest: None)
+        _replace_dir(host_dir, fill)
         return
     with tempfile.TemporaryFile() as tar_file:
         with tarfile.open(fileobj=tar_file, mode="w") as tar:
@@ -133,26 +151,33 @@ def store(
             client.api.put_archive(container_id, "/", tar_file.read())
         except docker.errors.APIError as exc:
             raise SandboxError(f"cannot keep the files set-up wrote: {exc.explanation}") from exc
-    _replace_dir(host_dir, lambda dest: _copy(tree, found.files, dest))
+    _replace_dir(host_dir, fill)
 
 
 def ensure_on_host(client: docker.DockerClient, image: str, host_dir: Path) -> Path | None:
-    """The host copy of the files `image` keeps at IMAGE_DIR, made from the image when this
-    machine has none yet; None when the image keeps none."""
+    """The host copy of the files `image` keeps at IMAGE_DIR (and of the links its label
+    lists), made from the image when this machine has none yet; None when it keeps none."""
     if host_dir.is_dir():
         return host_dir if any(host_dir.iterdir()) else None
+    labels = client.images.get(image).attrs.get("Config", {}).get("Labels") or {}
+    try:
+        links = link_paths(json.loads(labels.get(LINKS_LABEL, "[]")))
+    except ValueError:
+        links = ()
     container = client.containers.create(image, command=["true"], network_disabled=True)
     try:
         try:
             stream, _ = container.get_archive(IMAGE_DIR)
+            data: io.BytesIO | None = io.BytesIO(b"".join(stream))
         except docker.errors.NotFound:
-            host_dir.mkdir(parents=True, exist_ok=True)  # none: said once, not asked again
-            return None
-        data = io.BytesIO(b"".join(stream))
+            data = None  # none: an empty folder says so, and the image is not asked again
     finally:
         container.remove(force=True)
 
     def unpack(dest: Path) -> None:
+        _links(links, dest)
+        if data is None:
+            return
         with tarfile.open(fileobj=data) as tar:
             prefix = Path(IMAGE_DIR).name + "/"
             for member in tar.getmembers():
@@ -163,6 +188,12 @@ def ensure_on_host(client: docker.DockerClient, image: str, host_dir: Path) -> P
 
     _replace_dir(host_dir, unpack)
     return host_dir if any(host_dir.iterdir()) else None
+
+
+def _links(rels: tuple[str, ...], dest: Path) -> None:
+    for rel in rels:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(link_target(rel), dest / rel)
 
 
 def _copy(tree: Path, files: tuple[str, ...], dest: Path) -> None:

@@ -1,0 +1,70 @@
+"""Moves folders set-up wrote inside the tree into the image, and leaves a link in their place.
+
+Executed by the set-up container's python3 (stdlib only; no imports from the worker), as the
+sandbox user, once the set-up command succeeded. Usage:
+    move_dirs.py WORKSPACE DEST REL...
+Each folder WORKSPACE/REL (not a link) is moved to DEST/REL, on the container's own disk, which
+`docker commit` keeps (the tree is a bind mount it does not). A relative link inside it that
+pointed outside it (npm's link to a workspace package, `node_modules/a -> ../packages/a`) is
+made absolute, so it still names the same place in the tree; links within it (pnpm's
+`.pnpm` store, `.bin`) stay as they are. A moved `node_modules` gets `.cache` and `.vite` links
+to /tmp, where absent: the tests' sandbox has a read-only root, and tools keep their caches
+there (find-cache-dir's users: ava, babel-loader, nyc; vitest's results). One JSON line on
+stdout lists the folders moved.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+CACHE_LINKS = (".cache", ".vite")
+
+
+def relink(moved, old):
+    """Make absolute every relative link under `moved` that leaves it (as seen from `old`)."""
+    for top, dirs, files in os.walk(moved):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            if not os.path.islink(path):
+                continue
+            target = os.readlink(path)
+            if os.path.isabs(target):
+                continue
+            was = os.path.normpath(os.path.join(old, os.path.relpath(top, moved), target))
+            if was == old or was.startswith(old + os.sep):
+                continue
+            os.remove(path)
+            os.symlink(was, path)
+
+
+def main():
+    workspace, dest, rels = sys.argv[1], sys.argv[2], sys.argv[3:]
+    moved = []
+    for rel in rels:
+        src = os.path.join(workspace, rel)
+        dst = os.path.join(dest, rel)
+        if os.path.islink(src) or not os.path.isdir(src):
+            continue
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.lexists(dst):
+            shutil.rmtree(dst)
+        # mv copies across filesystems (links as links, modes kept) as fast as it can.
+        done = subprocess.run(["mv", "-T", src, dst], stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.stderr.write(f"cannot move {rel}: {done.stderr.strip()}\n")
+            return 1
+        relink(dst, src)
+        if os.path.basename(rel) == "node_modules":
+            for name in CACHE_LINKS:
+                if not os.path.lexists(os.path.join(dst, name)):
+                    os.symlink("/tmp", os.path.join(dst, name))
+        os.symlink(dst, src)
+        moved.append(rel)
+    print(json.dumps(moved))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
