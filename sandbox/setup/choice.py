@@ -26,6 +26,7 @@ from sandbox.ecosystems.python.choice import WrongPython
 from sandbox.ecosystems.python.pins import python_satisfies
 from sandbox.home import worker_home
 from sandbox.setup.cache import SetupSpec
+from sandbox.setup.installer import PIP
 from sandbox.setup.plan import SetupPlan
 
 Source = Literal["given", "inferred", "none", "off"]
@@ -85,6 +86,10 @@ def choose_setup(
         from sandbox.ecosystems import ecosystem_for
 
         ecosystem = ecosystem_for(repo, config.test_cmd)
+    if ecosystem is None:
+        plan = SetupPlan(command=None) if config.setup_infer else None
+    else:
+        plan = ecosystem.infer_setup(repo) if config.setup_infer else None
 
     def spec(command: str) -> SetupSpec:
         return SetupSpec(
@@ -92,12 +97,9 @@ def choose_setup(
             network=config.setup_network,
             env_names=config.setup_env,
             timeout_s=config.setup_timeout_s,
+            installer=plan.installer if plan else PIP,
         )
 
-    if ecosystem is None:
-        plan = SetupPlan(command=None) if config.setup_infer else None
-    else:
-        plan = ecosystem.infer_setup(repo) if config.setup_infer else None
     if config.setup:
         return SetupChoice(source="given", spec=spec(config.setup), plan=plan)
     if plan is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sandbox.setup.installer import PIP, Installer
+
 
 @dataclass(frozen=True, kw_only=True)
 class SetupPlan:
@@ -14,15 +16,17 @@ class SetupPlan:
     sources: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     requires_python: str | None = None
-    #: What the command does in a few words, where the command itself is too long to say.
+    #: What the command does in a few words, where the command itself is too long to say (or,
+    #: with no command, why there is nothing to install).
     summary: str | None = None
-    #: What "nothing to install" means for this ecosystem, in the user's words.
-    nothing: str = "inferred set-up: nothing to install (no package metadata or requirement files)"
+    #: The registry hosts, variables and tree folders of the installer the command runs.
+    installer: Installer = PIP
 
     def describe(self) -> str:
         """One line for the user (the whole command is in report.json)."""
         if self.command is None:
-            return self.nothing
+            why = self.summary or "nothing to install (no package metadata or requirement files)"
+            return f"inferred set-up: {why}"
         if self.summary is not None:
             return f"inferred set-up: {self.summary}"
         return f"inferred set-up: {self.command} (from {'; '.join(self.sources)})"

@@ -35,7 +35,8 @@ import docker
 import docker.errors
 
 from sandbox.errors import SandboxError
-from sandbox.setup.tree_dirs import LINKS_LABEL, link_paths, link_target
+from sandbox.setup.tree_dirs import LINKS_LABEL, link_paths
+from sandbox.worktree.overlay import link_target
 
 IMAGE_DIR = "/opt/worker-setup-tree"
 MAX_FILES = 2_000

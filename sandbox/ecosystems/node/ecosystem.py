@@ -6,6 +6,7 @@ install; in an image of the Node major version the project asks for."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import shlex
@@ -25,6 +26,7 @@ from sandbox.ecosystems.node.runners import (
     node_invocation,
     package_scripts,
 )
+from sandbox.ecosystems.node.setup_infer import infer_node_setup
 from sandbox.ecosystems.node.stack_frames import frames
 from sandbox.setup.plan import SetupPlan
 from sandbox.testrun.junit import TestSummary
@@ -158,7 +160,7 @@ class Node:
         )
 
     def infer_setup(self, repo: Path) -> SetupPlan:
-        return SetupPlan(command=None, nothing="inferred set-up: nothing to install")
+        return infer_node_setup(repo, os.environ)
 
     def toolchain(self, repo: Path, *, image: str | None, backend: str) -> NodeToolchain | None:
         """The Node the project asks for (sandbox/ecosystems/node/choice.py); None when an

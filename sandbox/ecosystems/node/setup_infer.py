@@ -1,0 +1,266 @@
+"""Infer the set-up a Node developer runs on a fresh clone: the install their lockfile asks for.
+
+Read, never run: package.json (its `packageManager`, its dependencies), the lockfile, .yarnrc.yml
+(through sandbox/worktree/repo_files.py: no symlinks, size caps). The command is the one the
+maintainers' CI runs:
+
+    package-lock.json, npm-shrinkwrap.json   npm ci
+    yarn.lock (Yarn 1)                      yarn install --frozen-lockfile
+    yarn.lock (Berry: packageManager yarn@>=2, a .yarnrc.yml, or a Berry lockfile)
+                                            yarn install --immutable
+    pnpm-lock.yaml                          pnpm install --frozen-lockfile
+    no lockfile                             npm install (said: versions are resolved afresh)
+
+`packageManager` (corepack's field) names the tool and its exact version, and wins over the
+lockfile's kind. Yarn and pnpm run through corepack, which downloads them from the registry
+(COREPACK_NPM_REGISTRY, or the npm registry; inside the fence) into the image, with shims in
+/opt/worker-deps/bin: the tests' `yarn test` finds the same version offline. npm runs with
+`--no-audit --no-fund`; never `--ignore-engines` (an engines mismatch is the project's to say).
+Install scripts (postinstall, prepare) are the repository's code: they run in the set-up
+container, inside its fence, never on the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox.ecosystems.node.registries import (
+    URL_VARIABLES,
+    registry_hosts,
+    repository_hosts,
+)
+from sandbox.ecosystems.python.setup_infer import SetupPlan
+from sandbox.setup.installer import CACHE_DIR, DEPS_DIR, Installer
+from sandbox.worktree.repo_files import RepoFiles
+
+NPM_FLAGS = "--no-audit --no-fund"
+#: Lockfiles by the tool that reads them, in the order one is chosen when several are there.
+LOCKFILES = (
+    ("pnpm-lock.yaml", "pnpm"),
+    ("yarn.lock", "yarn"),
+    ("npm-shrinkwrap.json", "npm"),
+    ("package-lock.json", "npm"),
+)
+BIN_DIR = f"{DEPS_DIR}/bin"
+#: Corepack's shims go to BIN_DIR (a folder of the image's PATH): `yarn`, `pnpm`.
+COREPACK_ENABLE = f"corepack enable --install-directory {BIN_DIR}"
+DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies")
+#: What corepack installs by default, by pnpm lockfile version, when nothing names a version.
+PNPM_BY_LOCKFILE = (("9.", "pnpm@10"), ("6.", "pnpm@8"), ("5.", "pnpm@7"))
+_PACKAGE_MANAGER = re.compile(r"^(npm|yarn|pnpm)@(\d+)(\.[0-9A-Za-z.-]+)?(\+[\w.=-]+)?$")
+_PNPM_LOCK_VERSION = re.compile(r"^lockfileVersion:\s*['\"]?([\d.]+)", re.MULTILINE)
+_YARN_PATH = re.compile(r"^yarnPath:", re.MULTILINE)
+
+#: Variables a Node user may have set, passed to set-up as they are.
+PASSED = ("COREPACK_INTEGRITY_KEYS", "YARN_UNSAFE_HTTP_WHITELIST")
+#: Where npm, Yarn Berry and pnpm read a proxy besides HTTP(S)_PROXY: told the fence's.
+PROXY_VARIABLES = (
+    *("npm_config_proxy", "npm_config_https_proxy"),
+    *("YARN_HTTP_PROXY", "YARN_HTTPS_PROXY"),
+)
+#: Caches on the set-up container's disk (not its small /tmp), removed before the commit.
+CACHE_ENV = {
+    "npm_config_cache": f"{CACHE_DIR}/npm",
+    "npm_config_update_notifier": "false",
+    "npm_config_fund": "false",
+    "npm_config_audit": "false",
+    "YARN_CACHE_FOLDER": f"{CACHE_DIR}/yarn",
+    "npm_config_store_dir": f"{CACHE_DIR}/pnpm-store",
+}
+#: Corepack's downloads and Yarn Berry's global cache (which .pnp.cjs points into) stay in the
+#: image; no prompt, no edit of package.json, no network where the tests run.
+COREPACK_ENV = {
+    "COREPACK_HOME": f"{DEPS_DIR}/corepack",
+    "COREPACK_ENABLE_DOWNLOAD_PROMPT": "0",
+    "COREPACK_ENABLE_AUTO_PIN": "0",
+    "YARN_GLOBAL_FOLDER": f"{DEPS_DIR}/yarn-berry",
+    "YARN_ENABLE_TELEMETRY": "0",
+}
+WIDEN_HINT = (
+    "a registry named in npm_config_registry, YARN_NPM_REGISTRY_SERVER or COREPACK_NPM_REGISTRY, "
+    "or in your ~/.npmrc, joins them; --setup-network full allows any host"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackageManager:
+    """The tool a project installs with: `version` as `packageManager` gives it, else None."""
+
+    tool: str  # npm, yarn, pnpm
+    version: str | None = None
+    berry: bool = False  # Yarn 2 or later
+
+    @property
+    def corepack(self) -> bool:
+        """Whether it runs through corepack: Yarn and pnpm always, npm when a version is named."""
+        return self.tool != "npm" or self.version is not None
+
+
+def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> SetupPlan:
+    """The set-up command for the Node project at `repo`, read from its files (nothing in it is
+    run); `environ` (os.environ by default) names the registries the user trusts."""
+    environ = os.environ if environ is None else environ
+    tree = RepoFiles(repo)
+    package = _package_json(tree)
+    if package is None:
+        return SetupPlan(command=None, notes=tuple(tree.notes), summary="no package.json")
+    declared = _declared(tree, package)
+    lockfile, lock_tool = _lockfile(tree, declared)
+    manager = declared or PackageManager(
+        tool=lock_tool or "npm", berry=lock_tool == "yarn" and _berry(tree, None)
+    )
+    sources = [f"package.json packageManager {package['packageManager']}"] if declared else []
+    sources += [lockfile] if lockfile else ["package.json"]
+    if lockfile is None and not _has_dependencies(package):
+        return SetupPlan(
+            command=None,
+            sources=tuple(sources),
+            notes=tuple(tree.notes),
+            summary="nothing to install (package.json names no dependencies, and no lockfile)",
+            installer=node_installer(manager, hosts=registry_hosts(repo, environ)),
+        )
+    command, summary = _command(tree, manager, lockfile)
+    hosts = registry_hosts(repo, environ, tool=manager.tool)
+    trusted = set(hosts)
+    for rel, named in repository_hosts(tree).items():
+        if others := [h for h in named if h not in trusted]:
+            tree.notes.append(
+                f"{rel} names {', '.join(others[:3])}: not let through the set-up fence (a "
+                "repository's files cannot widen it); name it in npm_config_registry or your "
+                "~/.npmrc, or pass --setup-network full"
+            )
+    return SetupPlan(
+        command=command,
+        sources=tuple(sources),
+        notes=tuple(tree.notes),
+        summary=summary,
+        installer=node_installer(manager, hosts=hosts),
+    )
+
+
+def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Installer:
+    """The set-up's view of `manager`: the fence's hosts, the variables, node_modules kept."""
+    corepack = manager.corepack
+    env = {**CACHE_ENV, **(COREPACK_ENV if corepack else {})}
+    tree_dirs = ("node_modules", ".yarn/cache", ".yarn/unplugged") if manager.berry else ()
+    return Installer(
+        name=manager.tool,
+        hosts=hosts,
+        url_variables=URL_VARIABLES,
+        passed=PASSED,
+        proxy_variables=PROXY_VARIABLES,
+        env=env,
+        bin_dirs=(BIN_DIR,) if corepack else (),
+        image_env={**COREPACK_ENV, "COREPACK_ENABLE_NETWORK": "0"} if corepack else {},
+        tree_dirs=tree_dirs or ("node_modules",),
+        widen_hint=WIDEN_HINT,
+    )
+
+
+def _command(
+    tree: RepoFiles, manager: PackageManager, lockfile: str | None
+) -> tuple[str, str | None]:
+    """The command, and a summary when it says more than the command does."""
+    if not manager.corepack:
+        if lockfile is None:
+            command = f"npm install {NPM_FLAGS} --no-package-lock"
+            why = "no lockfile: npm install resolves versions afresh"
+            return command, f"{command} (from package.json; {why})"
+        return f"npm ci {NPM_FLAGS}", None
+    tool = manager.tool
+    frozen = lockfile is not None and _lock_tool(lockfile) == tool
+    if tool == "npm":
+        install = f"npm {'ci' if frozen else 'install'} {NPM_FLAGS}"
+        return f"corepack {install}", None
+    if tool == "yarn":
+        install = "yarn install" + (
+            (" --immutable" if manager.berry else " --frozen-lockfile") if frozen else ""
+        )
+    else:
+        install = "pnpm install" + (" --frozen-lockfile" if frozen else "")
+    steps = [f"mkdir -p {BIN_DIR}", COREPACK_ENABLE]
+    if manager.version is None:  # the default corepack keeps for the tests' runs, offline
+        steps.append(f"corepack install -g {_default_version(tree, manager)}")
+    command = " && ".join([*steps, install])
+    kind = "Yarn Berry" if manager.berry else ("Yarn 1" if tool == "yarn" else "pnpm")
+    version = f" {manager.version}" if manager.version else ""
+    where = lockfile or "package.json"
+    afresh = "" if frozen else "; no lockfile of its own: versions are resolved afresh"
+    return command, f"{install} ({kind}{version} by corepack; from {where}{afresh})"
+
+
+def _default_version(tree: RepoFiles, manager: PackageManager) -> str:
+    if manager.tool == "pnpm":
+        found = _PNPM_LOCK_VERSION.search(tree.read("pnpm-lock.yaml") or "")
+        for prefix, spec in PNPM_BY_LOCKFILE:
+            if found and found.group(1).startswith(prefix):
+                return spec
+        return "pnpm@latest"
+    if manager.berry and not _YARN_PATH.search(tree.read(".yarnrc.yml") or ""):
+        return "yarn@stable"
+    return "yarn@1"  # Yarn 1 itself, or the one that hands over to the yarnPath release
+
+
+def _package_json(tree: RepoFiles) -> dict[str, Any] | None:
+    text = tree.read("package.json")
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        tree.notes.append(f"package.json: not valid JSON ({exc}); ignored")
+        return None
+    if not isinstance(data, dict):
+        tree.notes.append("package.json: not a JSON object; ignored")
+        return None
+    return data
+
+
+def _declared(tree: RepoFiles, package: dict[str, Any]) -> PackageManager | None:
+    """The `packageManager` field as a PackageManager, None when absent or unreadable."""
+    field = package.get("packageManager")
+    if field is None:
+        return None
+    found = _PACKAGE_MANAGER.match(field) if isinstance(field, str) else None
+    if found is None:
+        tree.notes.append(f"package.json: packageManager {field!r} not understood; ignored")
+        return None
+    tool, major = found.group(1), int(found.group(2))
+    version = f"{found.group(2)}{found.group(3) or ''}"
+    return PackageManager(tool=tool, version=version, berry=tool == "yarn" and major >= 2)
+
+
+def _lockfile(tree: RepoFiles, declared: PackageManager | None) -> tuple[str | None, str | None]:
+    """The lockfile the install reads (the declared tool's first), and its tool."""
+    present = [(rel, tool) for rel, tool in LOCKFILES if tree.exists(rel)]
+    if declared is not None:
+        present.sort(key=lambda found: found[1] != declared.tool)
+    if len(present) > 1:
+        others = ", ".join(rel for rel, _ in present[1:])
+        tree.notes.append(f"{others}: not used (the install reads {present[0][0]})")
+    return present[0] if present else (None, None)
+
+
+def _lock_tool(lockfile: str) -> str:
+    return dict(LOCKFILES)[lockfile]
+
+
+def _berry(tree: RepoFiles, declared: PackageManager | None) -> bool:
+    """Yarn 2 or later: declared so, a .yarnrc.yml, or a Berry lockfile (`__metadata:`)."""
+    if declared is not None:
+        return declared.berry
+    if tree.exists(".yarnrc.yml"):
+        return True
+    head = (tree.read("yarn.lock") or "")[:2000]
+    return "__metadata:" in head
+
+
+def _has_dependencies(package: dict[str, Any]) -> bool:
+    fields = [package.get(f) for f in DEPENDENCY_FIELDS]
+    return any(isinstance(f, dict) and f for f in fields) or bool(package.get("workspaces"))
