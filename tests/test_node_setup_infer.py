@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.ecosystems.node.registries import registry_hosts, repository_hosts
-from sandbox.ecosystems.node.setup_infer import BIN_DIR, infer_node_setup
+from sandbox.ecosystems.node.setup_infer import infer_node_setup
 from sandbox.setup.installer import DEPS_DIR
 from sandbox.setup.log import failure_cause
 from sandbox.setup.network import plan_network
@@ -50,7 +50,7 @@ def test_an_npm_lockfile_is_installed_with_npm_ci(tmp_path, lockfile):
     assert plan.describe() == f"inferred set-up: npm ci --no-audit --no-fund (from {lockfile})"
     assert plan.installer.name == "npm" and plan.installer.hosts == ("registry.npmjs.org",)
     assert plan.installer.tree_dirs == ("node_modules",)
-    assert plan.installer.bin_dirs == () and plan.installer.image_env == {}
+    assert plan.installer.image_env == {}
     assert "--ignore-engines" not in plan.command and plan.notes == ()
 
 
@@ -79,19 +79,15 @@ def test_no_package_json_is_not_a_node_set_up(tmp_path):
 
 def test_yarn_1_lockfile_is_a_frozen_yarn_install_by_corepack(tmp_path):
     plan = infer(tmp_path, {"package.json": {"name": "p", **DEPS}, "yarn.lock": YARN1_LOCK})
-    assert plan.command == (
-        f"mkdir -p {BIN_DIR} && corepack enable --install-directory {BIN_DIR} && "
-        "corepack install -g yarn@1 && yarn install --frozen-lockfile"
-    )
+    assert plan.command == ("corepack install -g yarn@1 && yarn install --frozen-lockfile")
     assert plan.describe() == (
         "inferred set-up: yarn install --frozen-lockfile (Yarn 1 by corepack; from yarn.lock)"
     )
     installer = plan.installer
     assert installer.hosts == ("registry.npmjs.org", "registry.yarnpkg.com", "repo.yarnpkg.com")
-    assert installer.bin_dirs == (BIN_DIR,)
-    # What the tests' sandbox needs to find the same yarn offline, and never an edit of
-    # package.json by corepack.
-    assert installer.image_env["COREPACK_HOME"] == f"{DEPS_DIR}/corepack"
+    # Berry's packages where the tests' sandbox finds them, no network there, and never an
+    # edit of package.json by corepack.
+    assert installer.image_env["YARN_GLOBAL_FOLDER"] == f"{DEPS_DIR}/yarn-berry"
     assert installer.image_env["COREPACK_ENABLE_NETWORK"] == "0"
     assert installer.image_env["COREPACK_ENABLE_AUTO_PIN"] == "0"
 
@@ -99,9 +95,7 @@ def test_yarn_1_lockfile_is_a_frozen_yarn_install_by_corepack(tmp_path):
 def test_package_manager_field_names_the_tool_and_its_version(tmp_path):
     package = {"name": "p", "packageManager": "yarn@4.1.0+sha224.abc123", **DEPS}
     plan = infer(tmp_path, {"package.json": package, "yarn.lock": BERRY_LOCK})
-    assert plan.command is not None
-    assert plan.command.endswith("&& yarn install --immutable")
-    assert "corepack install -g" not in plan.command  # corepack reads packageManager itself
+    assert plan.command == "yarn install --immutable"  # corepack reads packageManager itself
     assert plan.sources == ("package.json packageManager yarn@4.1.0+sha224.abc123", "yarn.lock")
     assert "Yarn Berry 4.1.0 by corepack" in plan.describe()
     assert plan.installer.tree_dirs == ("node_modules", ".yarn/cache", ".yarn/unplugged")
@@ -109,7 +103,7 @@ def test_package_manager_field_names_the_tool_and_its_version(tmp_path):
     package = {"name": "p", "packageManager": "pnpm@9.1.0", **DEPS}
     files = {"package.json": package, "pnpm-lock.yaml": PNPM9_LOCK, "package-lock.json": "{}"}
     plan = infer(tmp_path / "2", files)
-    assert plan.command is not None and plan.command.endswith("&& pnpm install --frozen-lockfile")
+    assert plan.command == "pnpm install --frozen-lockfile"
     assert plan.notes == ("package-lock.json: not used (the install reads pnpm-lock.yaml)",)
     # npm named with a version runs that npm, through corepack.
     package = {"name": "p", "packageManager": "npm@10.9.0", **DEPS}
@@ -142,7 +136,7 @@ def test_pnpm_without_a_version_gets_the_one_its_lockfile_format_belongs_to(
 def test_a_declared_tool_without_its_lockfile_resolves_afresh_and_says_so(tmp_path):
     package = {"name": "p", "packageManager": "yarn@1.22.22", **DEPS}
     plan = infer(tmp_path, {"package.json": package, "package-lock.json": NPM_LOCK})
-    assert plan.command is not None and plan.command.endswith("&& yarn install")
+    assert plan.command == "yarn install"
     assert "no lockfile of its own: versions are resolved afresh" in plan.describe()
 
 
@@ -249,7 +243,7 @@ def test_the_fence_plan_for_node_allows_its_hosts_and_tells_npm_the_proxy(tmp_pa
         "repo.yarnpkg.com",
         "verdaccio.test",
     )
-    assert network.connect_ports == (443, 80)
+    assert network.connect_ports == (443, 80, 4873)  # corepack tunnels to an http registry too
     env = network.command_env("http://worker-proxy-x:8888")
     for name in ("HTTPS_PROXY", "http_proxy", "npm_config_https_proxy", "YARN_HTTPS_PROXY"):
         assert env[name] == "http://worker-proxy-x:8888"

@@ -280,7 +280,7 @@ def prepare_setup_image(
             if installer.needs_deps_dir:
                 make_deps_dir(client, box.container_id, uid=SANDBOX_UID)
             env = {**plan.command_env(fence.url if fence else None), **FRESH_ENV, **SETUP_TMP}
-            env |= {**installer.env, **_path(client, base_image, installer.bin_dirs)}
+            env |= installer.env
             env |= version.env() if version else {}
             ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
             secrets = _secrets(spec, env_source)
@@ -374,9 +374,9 @@ def _commit(
     """Commit with the base image's own environment and the installer's fixed `image_env`:
     the daemon merges the container's variables in (only the sandbox's fixed BASE_ENV: the
     set-up's variables were the exec's)."""
-    installer = spec.installer
-    extra = {**installer.image_env, **_path(client, base_image, installer.bin_dirs)}
-    kept = [e for e in _base_env(client, base_image) if e.partition("=")[0] not in extra]
+    extra = spec.installer.image_env
+    base = client.images.get(base_image).attrs.get("Config", {}).get("Env") or []
+    kept = [e for e in base if e.partition("=")[0] not in extra]
     base_env = kept + [f"{k}={v}" for k, v in extra.items()]
     labels = {"worker.setup": spec.command[:200], "worker.base": base_image}
     if links:
@@ -387,18 +387,6 @@ def _commit(
         tag=tag,
         conf={"Env": base_env, "Labels": labels, "Cmd": ["sleep", "infinity"]},
     )
-
-
-def _base_env(client: docker.DockerClient, image: str) -> list[str]:
-    return list(client.images.get(image).attrs.get("Config", {}).get("Env") or [])
-
-
-def _path(client: docker.DockerClient, image: str, bin_dirs: tuple[str, ...]) -> dict[str, str]:
-    """PATH with `bin_dirs` first, the rest as `image` has it ({} when there are none)."""
-    if not bin_dirs:
-        return {}
-    base = next((e[5:] for e in _base_env(client, image) if e.startswith("PATH=")), "")
-    return {"PATH": ":".join([*bin_dirs, *(base or "/usr/local/bin:/usr/bin:/bin").split(":")])}
 
 
 def _failure(

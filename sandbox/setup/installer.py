@@ -6,8 +6,8 @@ hosts the fence lets through (sandbox/setup/network.py), the host variables the 
 the fixed variables it runs with (where its caches go), the folders it writes inside the tree
 that belong to the environment (`node_modules`: moved into the image and linked from each copy
 of the tree, sandbox/setup/tree_dirs.py), and what the committed image keeps in its own
-environment (where corepack keeps the package managers it downloaded). pip's is `PIP`; Node's is
-made from the repository's files (sandbox/ecosystems/node/setup_infer.py).
+environment (where Yarn Berry keeps the packages its .pnp.cjs points into). pip's is `PIP`;
+Node's is made from the repository's files (sandbox/ecosystems/node/setup_infer.py).
 
 Never a secret here: the values are fixed strings, the same for every user, and part of the
 cache key. A host variable's value reaches the command alone, through its exec environment.
@@ -49,8 +49,6 @@ class Installer:
     proxy_variables: tuple[str, ...] = ()
     #: Fixed variables for the set-up command (where its caches go, no prompts).
     env: dict[str, str] = field(default_factory=dict)
-    #: Folders prepended to PATH, for the command and in the committed image.
-    bin_dirs: tuple[str, ...] = ()
     #: Fixed variables the committed image keeps, so the tests find what set-up left.
     image_env: dict[str, str] = field(default_factory=dict)
     #: Folders set-up writes inside the tree that belong to the environment: a bare name is
@@ -65,12 +63,12 @@ class Installer:
             return ()
         env = [f"{k}={v}" for k, v in sorted(self.env.items())]
         image = [f"{k}={v}" for k, v in sorted(self.image_env.items())]
-        return (self.name, *env, "|", *self.bin_dirs, "|", *image, "|", *self.tree_dirs)
+        return (self.name, *env, "|", *image, "|", *self.tree_dirs)
 
     @property
     def needs_deps_dir(self) -> bool:
         """Whether set-up writes under DEPS_DIR (made writable for it before it runs)."""
-        inside = (*self.bin_dirs, *self.env.values(), *self.image_env.values())
+        inside = (*self.env.values(), *self.image_env.values())
         return bool(self.tree_dirs) or any(v.startswith(DEPS_DIR) for v in inside)
 
 

@@ -40,6 +40,7 @@ _NODE_CAUSE = re.compile(
     r"^ERR_PNPM_\w+\s+\S"  # pnpm
     r"|^YN0(?!000)\d{3}:\s.*\S"  # Yarn Berry (YN0000 is its info)
     r"|^error (?!Command failed)\S"  # Yarn 1
+    r"|^(?:Internal |Usage )?Error: \S"  # a JavaScript Error (corepack's), a Yarn usage error
 )
 
 

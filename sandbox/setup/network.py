@@ -107,7 +107,9 @@ def plan_network(
         for url in _index_urls(environ.get(name, "")):
             host, port = _host_port(url, name)
             hosts += [host] if host not in hosts else []
-            ports += [port] if port and port not in ports and url.startswith("https:") else []
+            # A port named in an http URL too: Node's fetch (corepack's) tunnels with CONNECT
+            # whatever the scheme. The filter still allows the listed hosts alone.
+            ports += [port] if port and port not in ports else []
     upstream = _upstream(environ)
     notes: tuple[str, ...] = ()
     if upstream and _loopback(upstream):
@@ -174,6 +176,7 @@ _NETWORK_SIGNS = (
     ("403 Forbidden", "refused (403 Forbidden)"),
     ("ProxyError", "the proxy refused or failed"),
     ("Tunnel connection failed", "the proxy refused or failed"),
+    ("Proxy response (403)", "refused by the set-up proxy"),
     ("Temporary failure in name resolution", "a host name did not resolve"),
     ("Name or service not known", "a host name did not resolve"),
     ("Network is unreachable", "no route to the network"),

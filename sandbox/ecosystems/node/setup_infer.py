@@ -12,9 +12,11 @@ maintainers' CI runs:
     no lockfile                             npm install (said: versions are resolved afresh)
 
 `packageManager` (corepack's field) names the tool and its exact version, and wins over the
-lockfile's kind. Yarn and pnpm run through corepack, which downloads them from the registry
-(COREPACK_NPM_REGISTRY, or the npm registry; inside the fence) into the image, with shims in
-/opt/worker-deps/bin: the tests' `yarn test` finds the same version offline. npm runs with
+lockfile's kind. Yarn and pnpm run through the Node image's corepack shims
+(sandbox/ecosystems/node/image.py), which download them from the registry (COREPACK_NPM_REGISTRY,
+or the npm registry; inside the fence) into COREPACK_HOME, on the image's disk: the set-up image
+keeps them, and the tests' `yarn test` finds the same version offline. With no version named,
+`corepack install -g` makes the one installed corepack's default, for the same reason. npm runs with
 `--no-audit --no-fund`; never `--ignore-engines` (an engines mismatch is the project's to say).
 Install scripts (postinstall, prepare) are the repository's code: they run in the set-up
 container, inside its fence, never on the host.
@@ -47,9 +49,6 @@ LOCKFILES = (
     ("npm-shrinkwrap.json", "npm"),
     ("package-lock.json", "npm"),
 )
-BIN_DIR = f"{DEPS_DIR}/bin"
-#: Corepack's shims go to BIN_DIR (a folder of the image's PATH): `yarn`, `pnpm`.
-COREPACK_ENABLE = f"corepack enable --install-directory {BIN_DIR}"
 DEPENDENCY_FIELDS = ("dependencies", "devDependencies", "optionalDependencies")
 #: What corepack installs by default, by pnpm lockfile version, when nothing names a version.
 PNPM_BY_LOCKFILE = (("9.", "pnpm@10"), ("6.", "pnpm@8"), ("5.", "pnpm@7"))
@@ -73,12 +72,14 @@ CACHE_ENV = {
     "YARN_CACHE_FOLDER": f"{CACHE_DIR}/yarn",
     "npm_config_store_dir": f"{CACHE_DIR}/pnpm-store",
 }
-#: Corepack's downloads and Yarn Berry's global cache (which .pnp.cjs points into) stay in the
-#: image; no prompt, no edit of package.json, no network where the tests run.
+#: No prompt, no edit of package.json (the Node image says so too), no look-up of the newest
+#: release when a version is named (corepack asks the registry for it otherwise), and Yarn
+#: Berry's global cache, which .pnp.cjs points into, on the image's disk (its default is under
+#: HOME, which is /tmp for set-up).
 COREPACK_ENV = {
-    "COREPACK_HOME": f"{DEPS_DIR}/corepack",
     "COREPACK_ENABLE_DOWNLOAD_PROMPT": "0",
     "COREPACK_ENABLE_AUTO_PIN": "0",
+    "COREPACK_DEFAULT_TO_LATEST": "0",
     "YARN_GLOBAL_FOLDER": f"{DEPS_DIR}/yarn-berry",
     "YARN_ENABLE_TELEMETRY": "0",
 }
@@ -156,7 +157,7 @@ def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Instal
         passed=PASSED,
         proxy_variables=PROXY_VARIABLES,
         env=env,
-        bin_dirs=(BIN_DIR,) if corepack else (),
+        # The tests' sandbox has no network: corepack says so at once, not after a DNS wait.
         image_env={**COREPACK_ENV, "COREPACK_ENABLE_NETWORK": "0"} if corepack else {},
         tree_dirs=tree_dirs or ("node_modules",),
         widen_hint=WIDEN_HINT,
@@ -184,7 +185,7 @@ def _command(
         )
     else:
         install = "pnpm install" + (" --frozen-lockfile" if frozen else "")
-    steps = [f"mkdir -p {BIN_DIR}", COREPACK_ENABLE]
+    steps = []
     if manager.version is None:  # the default corepack keeps for the tests' runs, offline
         steps.append(f"corepack install -g {_default_version(tree, manager)}")
     command = " && ".join([*steps, install])
