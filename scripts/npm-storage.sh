@@ -16,7 +16,7 @@ stamp=tests/.npm-storage/.fetched
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     say "node and npm are not installed: the Node tests will say so"; exit 0
 fi
-want="verdaccio@$VERDACCIO_VERSION $(tr '\n' ' ' < "$list")"
+want="verdaccio@$VERDACCIO_VERSION glibc+musl $(tr '\n' ' ' < "$list")"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
         && [ -x tests/.verdaccio/node_modules/.bin/verdaccio ]; then
     exit 0
@@ -65,9 +65,16 @@ mkdir -p "$scratch/project"
 echo '{"name": "worker-npm-storage", "private": true}' > "$scratch/project/package.json"
 # A cache of its own: npm fetches every tarball through verdaccio, which keeps it.
 # --ignore-scripts: nothing of these packages runs on this host.
-# shellcheck disable=SC2046
-npm install --prefix "$scratch/project" --registry "http://127.0.0.1:$port/" \
-    --cache "$scratch/cache" --ignore-scripts --no-audit --no-fund --loglevel=error \
-    $(cat "$list") >&2 || { tail -20 "$scratch/verdaccio.log" >&2; exit 1; }
+# Twice: for glibc, then musl. An npm that cannot tell a container's libc fetches the optional
+# binaries of both (esbuild's, rollup's, lightningcss's), and one the storage lacks is a 500
+# from verdaccio that npm retries for a minute before it does without.
+for libc in glibc musl; do
+    rm -rf "$scratch/project/node_modules" "$scratch/project/package-lock.json"
+    # shellcheck disable=SC2046
+    npm install --prefix "$scratch/project" --registry "http://127.0.0.1:$port/" \
+        --cache "$scratch/cache" --ignore-scripts --no-audit --no-fund --loglevel=error \
+        --os=linux --cpu=x64 --libc="$libc" \
+        $(cat "$list") >&2 || { tail -20 "$scratch/verdaccio.log" >&2; exit 1; }
+done
 echo "$want" > "$stamp"
 say "done in $(( $(date +%s) - started ))s: $(du -sh tests/.npm-storage | cut -f1) in tests/.npm-storage"

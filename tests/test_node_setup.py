@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -140,10 +141,17 @@ def test_a_package_lock_is_installed_with_npm_ci_through_the_fence_then_warm(
     out = run_tests(docker_client, result, repo, tmp_path / "run1", "npm test")
     assert "is-number works" in out
     asked = len(registry.requests())
+    # Warm, on a machine that has the image but not the host's copy of its tree links (another
+    # worker's cache): the link is made again from the image's label.
+    assert result.tree is not None and (result.tree / "node_modules").is_symlink()
+    shutil.rmtree(result.tree)
     again = set_up(repo, progress=lines.append)
     assert again.cached and again.image == result.image
     assert len(registry.requests()) == asked  # warm: nothing installed, nothing asked
     assert f"set-up cached: {result.image}" in lines
+    assert again.tree is not None and os.readlink(again.tree / "node_modules") == (
+        "/opt/worker-deps/tree/node_modules"
+    )
     out = run_tests(docker_client, again, repo, tmp_path / "run2", "npm test")
     assert "is-number works" in out
 

@@ -7,9 +7,10 @@ Each folder WORKSPACE/REL (not a link) is moved to DEST/REL, on the container's 
 `docker commit` keeps (the tree is a bind mount it does not). A relative link inside it that
 pointed outside it (npm's link to a workspace package, `node_modules/a -> ../packages/a`) is
 made absolute, so it still names the same place in the tree; links within it (pnpm's
-`.pnpm` store, `.bin`) stay as they are. A moved `node_modules` gets `.cache` and `.vite` links
-to /tmp, where absent: the tests' sandbox has a read-only root, and tools keep their caches
-there (find-cache-dir's users: ava, babel-loader, nyc; vitest's results). One JSON line on
+`.pnpm` store, `.bin`) stay as they are. A moved `node_modules` gets `.cache`, `.vite` and
+`.vitest-cache` links to /tmp, where absent: the tests' sandbox has a read-only root, and tools
+keep their caches there (find-cache-dir's users: ava, babel-loader, nyc; vitest's results and,
+from vitest 5, its module cache, which otherwise warns on every run). One JSON line on
 stdout lists the folders moved.
 """
 
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-CACHE_LINKS = (".cache", ".vite")
+CACHE_LINKS = (".cache", ".vite", ".vitest-cache")
 
 
 def relink(moved, old):
