@@ -3,9 +3,10 @@ container of the Node image on a network the test names.
 
 `scripts/bootstrap.sh` (the install step, the one that may reach the internet) installs
 verdaccio into tests/.verdaccio and fills its storage with tests/npm-packages.txt (is-number,
-mocha, vitest, jest, and the yarn, pnpm and Yarn Berry releases corepack fetches) and their
-dependencies. Here verdaccio serves that storage as it is, read-only: a package it lacks is a
-real 404, and no request leaves the test's network. Use the `make_npm_registry` fixture:
+mocha, vitest, jest, and the newest yarn 1, pnpm 10 and Yarn Berry 4 releases, which corepack
+fetches; `stored_version(name)` says which) and their dependencies. Here verdaccio serves that
+storage as it is, read-only: a package it lacks is a real 404, and no request leaves the test's
+network. Use the `make_npm_registry` fixture:
 
     registry = make_npm_registry(network="my-net")
     environ = registry.environ()          # npm_config_registry, COREPACK_NPM_REGISTRY, ...
@@ -113,6 +114,17 @@ class NpmRegistry:
             if not path.is_file():
                 raise RuntimeError(f"npm wrote no lockfile: {bytes(out).decode()[-1000:]}")
             return path.read_text().replace(self.url, PUBLIC)
+
+
+def stored_version(name: str) -> str:
+    """The newest version of `name` whose tarball the storage holds (the yarn and pnpm releases
+    are fetched by range: the newest 1.x, 10.x when bootstrap ran)."""
+    storage_ready()
+    found = [p.name for p in (STORAGE / name).glob("*.tgz")]
+    versions = [re.sub(r"^.*-(\d+\.\d+\.\d+[^/]*)\.tgz$", r"\1", f) for f in found]
+    if not versions:
+        raise RuntimeError(f"no tarball of {name} in {STORAGE}: see tests/npm-packages.txt")
+    return max(versions, key=lambda v: tuple(int(n) for n in re.findall(r"\d+", v)[:3]))
 
 
 def storage_ready() -> None:
