@@ -388,6 +388,28 @@ def test_pnpm_by_corepack_installs_its_lockfile_and_runs_offline_after(
     assert "is-number works" in out
 
 
+def test_yarn_berry_by_corepack_installs_plug_n_play_and_runs_offline_after(
+    docker_client, make_repo, registry, set_up, tmp_path
+):
+    # No lockfile: Berry resolves one (told to, under CI=1); its packages stay in the image's
+    # global cache, which the .pnp.cjs it writes into the tree points into.
+    berry = stored_version("@yarnpkg/cli-dist")
+    manifest = package(packageManager=f"yarn@{berry}", dependencies={"is-number": "^7.0.0"})
+    repo = make_repo({"package.json": manifest, "test.js": TEST_JS})
+    lines: list[str] = []
+    result = set_up(repo, progress=lines.append)
+    assert lines[0] == (
+        f"inferred set-up: yarn install --no-immutable (Yarn Berry {berry} by corepack; from "
+        "package.json; no lockfile of its own: versions are resolved afresh)"
+    )
+    got = registry.requests()
+    assert f"GET /@yarnpkg/cli-dist/-/cli-dist-{berry}.tgz" in got
+    assert "GET /is-number/-/is-number-7.0.0.tgz" in got
+    assert any(".pnp.cjs" in line for line in lines)  # written into the tree, kept with the image
+    out = run_tests(docker_client, result, repo, tmp_path / "run", "yarn test")
+    assert "is-number works" in out
+
+
 def _image_holds(client: docker.DockerClient, image: str, needle: bytes) -> bool:
     """True when any file of `image` contains `needle` (the whole filesystem, exported)."""
     container = client.containers.create(image, network_disabled=True)

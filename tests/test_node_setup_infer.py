@@ -138,6 +138,12 @@ def test_a_declared_tool_without_its_lockfile_resolves_afresh_and_says_so(tmp_pa
     plan = infer(tmp_path, {"package.json": package, "package-lock.json": NPM_LOCK})
     assert plan.command == "yarn install"
     assert "no lockfile of its own: versions are resolved afresh" in plan.describe()
+    # Berry and pnpm write no lockfile under CI=1 unless told to.
+    package = {"name": "p", "packageManager": "yarn@4.1.0", **DEPS}
+    assert infer(tmp_path / "2", {"package.json": package}).command == "yarn install --no-immutable"
+    package = {"name": "p", "packageManager": "pnpm@9.1.0", **DEPS}
+    plan = infer(tmp_path / "3", {"package.json": package})
+    assert plan.command == "pnpm install --no-frozen-lockfile"
 
 
 def test_unreadable_files_are_notes_never_errors(tmp_path):

@@ -179,12 +179,13 @@ def _command(
     if tool == "npm":
         install = f"npm {'ci' if frozen else 'install'} {NPM_FLAGS}"
         return f"corepack {install}", None
-    if tool == "yarn":
-        install = "yarn install" + (
-            (" --immutable" if manager.berry else " --frozen-lockfile") if frozen else ""
-        )
+    # Berry and pnpm refuse to write a lockfile under CI=1 (set-up's, as the tests'): told to.
+    if tool == "yarn" and manager.berry:
+        install = f"yarn install {'--immutable' if frozen else '--no-immutable'}"
+    elif tool == "yarn":
+        install = "yarn install" + (" --frozen-lockfile" if frozen else "")
     else:
-        install = "pnpm install" + (" --frozen-lockfile" if frozen else "")
+        install = f"pnpm install {'--frozen-lockfile' if frozen else '--no-frozen-lockfile'}"
     steps = []
     if manager.version is None:  # the default corepack keeps for the tests' runs, offline
         steps.append(f"corepack install -g {_default_version(tree, manager)}")
