@@ -36,8 +36,6 @@ import docker
 import docker.errors
 import pytest
 
-from sandbox.ecosystems.node.image import ensure_node_image
-from tests.npm_node import present, serve_npm_node
 from tests.pkg_index import TEST_LABEL
 
 HERE = Path(__file__).parent
@@ -175,29 +173,6 @@ def npm_registry(client: docker.DockerClient, *, image: str, network: str) -> It
             yield NpmRegistry(host=host, container=container, network=network, image=image)
         finally:
             container.remove(force=True)
-
-
-@pytest.fixture(scope="session")
-def node_image(docker_client: docker.DockerClient) -> Iterator[str]:
-    """A Node 22 sandbox image, built once per session from tests/.npm-node on loopback, with a
-    name of its own (removed at the end)."""
-    if not present():
-        pytest.fail("tests/.npm-node/ is missing: run scripts/bootstrap.sh (it fetches it)")
-    name = f"worker-sandbox:node-test-{uuid.uuid4().hex[:8]}"
-    with (
-        pytest.MonkeyPatch.context() as patch,
-        tempfile.TemporaryDirectory(prefix="worker-test-home-") as home,
-        serve_npm_node() as loopback,
-    ):
-        patch.setenv("WORKER_HOME", home)
-        ensure_node_image(
-            docker_client, version="22", progress=print, registry=loopback.url, name=name
-        )
-    try:
-        yield name
-    finally:
-        with contextlib.suppress(docker.errors.ImageNotFound):
-            docker_client.images.remove(name, force=True)
 
 
 MakeNpmRegistry = Callable[..., NpmRegistry]

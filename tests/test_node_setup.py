@@ -26,7 +26,6 @@ from sandbox.setup.cache import SetupFailed, SetupResult, SetupSpec, prepare_set
 from tests.npm_registry import (  # noqa: F401 (fixtures, used by name)
     NpmRegistry,
     make_npm_registry,
-    node_image,
     stored_version,
 )
 from tests.pkg_index import bridge_network, serve_folder

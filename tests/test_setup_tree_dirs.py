@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sandbox.setup.tree import lay_over
-from sandbox.setup.tree_dirs import find_tree_dirs, link_paths, link_target
+from sandbox.setup.tree_dirs import find_tree_dirs, link_paths
+from sandbox.worktree.overlay import lay_over, link_target
 
 MOVE_DIRS = Path(__file__).parent.parent / "sandbox" / "setup" / "move_dirs.py"
 
