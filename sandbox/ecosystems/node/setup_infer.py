@@ -71,6 +71,11 @@ CACHE_ENV = {
     "npm_config_audit": "false",
     "YARN_CACHE_FOLDER": f"{CACHE_DIR}/yarn",
     "npm_config_store_dir": f"{CACHE_DIR}/pnpm-store",
+    # Through the fence's one proxy: fewer sockets at once, and a dropped one tried again (npm's
+    # default, 2 retries after 10 s, lost a tarball of jest's 300 to a reset here).
+    "npm_config_maxsockets": "8",
+    "npm_config_fetch_retries": "5",
+    "npm_config_fetch_retry_mintimeout": "2000",
 }
 #: No prompt, no edit of package.json (the Node image says so too), no look-up of the newest
 #: release when a version is named (corepack asks the registry for it otherwise), and Yarn

@@ -1,0 +1,137 @@
+"""`worker fix` on vitest, jest and mocha projects with a lockfile, end to end: set up with no
+flag (npm ci through the fence, from verdaccio on the test's network with no uplink), the
+baseline naming exactly the planted bug's tests by id, a scripted fix verified from the
+runner's own report, and a second run warm (the cached set-up image, no install)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.npm_node import serve_npm_node
+from tests.npm_registry import NpmRegistry, make_npm_registry, stored_version  # noqa: F401
+from tests.test_fix_cli import report, run_fix
+from worker.llm.scripted_server import ScriptedServer, tool_call
+
+pytestmark = pytest.mark.docker
+
+STATS = (
+    "function mean(values) {\n"
+    "  const total = values.reduce((sum, v) => sum + v, 0);\n"
+    "  return total / (values.length - 1);\n"
+    "}\n\n"
+    "module.exports = { mean };\n"
+)
+GOOD_PATCH = """\
+--- a/src/stats.js
++++ b/src/stats.js
+@@ -1,4 +1,4 @@
+ function mean(values) {
+   const total = values.reduce((sum, v) => sum + v, 0);
+-  return total / (values.length - 1);
++  return total / values.length;
+ }
+"""
+BODY = (
+    "describe('mean', () => {\n"
+    "  it('averages three numbers', () => {\n"
+    "    if (mean([1, 2, 3]) !== 2) throw new Error(`got ${mean([1, 2, 3])}`);\n"
+    "  });\n"
+    "  it('averages one number', () => {\n"
+    "    if (mean([4]) !== 4) throw new Error(`got ${mean([4])}`);\n"
+    "  });\n"
+    "});\n"
+    "describe('sum', () => {\n"
+    "  it('is not tested here', () => {});\n"
+    "});\n"
+)
+RUNNERS = {
+    # runner: (test script, test file, its import line, the failing ids)
+    "vitest": (
+        "vitest run",
+        "test/stats.test.js",
+        "import { describe, it } from 'vitest';\nimport { mean } from '../src/stats.js';\n",
+        ["test/stats.test.js::mean > averages three numbers",
+         "test/stats.test.js::mean > averages one number"],
+    ),
+    "jest": (
+        "jest",
+        "__tests__/stats.test.js",
+        "const { mean } = require('../src/stats');\n",
+        ["__tests__/stats.test.js::mean > averages three numbers",
+         "__tests__/stats.test.js::mean > averages one number"],
+    ),
+    "mocha": (
+        "mocha",
+        "test/stats.test.js",
+        "const { mean } = require('../src/stats');\n",
+        ["test/stats.test.js::mean averages three numbers",
+         "test/stats.test.js::mean averages one number"],
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture
+def registries(docker_client, node_image, make_npm_registry) -> Iterator[tuple[NpmRegistry, dict]]:  # noqa: F811
+    """verdaccio on Docker's default bridge (the network the set-up's proxy goes out by), and
+    the loopback registry of Node's own packages (WORKER_NODE_REGISTRY) the image came from."""
+    served = make_npm_registry(network="bridge")
+    served.container.reload()  # the default bridge has no names: its address
+    ip = served.container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+    registry = dataclasses.replace(served, host=ip)
+    with serve_npm_node() as node:
+        yield registry, {**registry.environ(), "WORKER_NODE_REGISTRY": node.url}
+
+
+@pytest.mark.parametrize("runner", sorted(RUNNERS))
+def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
+    make_repo, tmp_path, registries, runner, docker_client
+):
+    registry, env = registries
+    script, test_file, imports, failing = RUNNERS[runner]
+    package = {
+        "name": f"stats-{runner}-{uuid.uuid4().hex[:8]}",  # a set-up of its own: cold first
+        "version": "1.0.0",
+        "private": True,
+        "scripts": {"test": script},
+        "devDependencies": {runner: stored_version(runner)},
+    }
+    if runner == "vitest":
+        package["type"] = "module"
+        stats = STATS.replace("module.exports = { mean };", "export { mean };")
+    else:
+        stats = STATS
+    repo = make_repo({
+        "package.json": json.dumps(package, indent=2),
+        "package-lock.json": registry.lock(package),
+        "src/stats.js": stats,
+        test_file: imports + BODY,
+    })  # fmt: skip
+    patch = (
+        GOOD_PATCH
+        if runner != "vitest"
+        else GOOD_PATCH.replace(" function mean", " function mean", 1)
+    )
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": patch})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = report(tmp_path / "out")
+    setup = r["setup"]
+    assert setup["ecosystem"] == "node" and setup["source"] == "inferred"
+    assert setup["command"].startswith("npm ci"), setup["command"]
+    assert setup["cached"] is False
+    assert r["tests_before"]["failing"] == failing
+    assert r["tests_before"]["counts"]["passed"] == 1
+    assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit", r["verdict"]
+    # A second run is warm: the set-up image is there, nothing is installed again.
+    asked = len(registry.requests())
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": patch})]) as server:
+        again = run_fix(repo, tmp_path / "again", base_url=server.base_url, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert report(tmp_path / "again")["setup"]["cached"] is True
+    assert len(registry.requests()) == asked
+    docker_client.images.remove(setup["image"], force=True)
