@@ -37,7 +37,7 @@ ROOT = HERE.parent.parent
 # Run as a script: the project first (its packages), then this folder (mutate.py).
 sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
-from mutate import Mutant, mutants  # type: ignore[import-not-found]  # noqa: E402
+from mutate import Mutant, balanced, mutants  # type: ignore[import-not-found]  # noqa: E402
 
 from policies.limits import Limits  # noqa: E402
 from sandbox.container.client import connect  # noqa: E402
@@ -161,17 +161,7 @@ def screen(
     pool: list[Mutant] = []
     for rel in project["sources"]:
         pool += mutants((tree / rel).read_text(encoding="utf-8"), path=rel)
-    rng = random.Random(f"{seed}-{project['name']}")
-    by_kind: dict[str, list[Mutant]] = {}
-    for m in pool:
-        by_kind.setdefault(m.kind, []).append(m)
-    for group in by_kind.values():
-        rng.shuffle(group)
-    order: list[Mutant] = []
-    while any(by_kind.values()):
-        for kind in sorted(by_kind):
-            if by_kind[kind]:
-                order.append(by_kind[kind].pop())
+    order = balanced(pool, random.Random(f"{seed}-{project['name']}"))
     kept: list[Mutant] = []
     tried = 0
     run_dir = Path(tempfile.mkdtemp(prefix="worker-tasks-"))

@@ -11,6 +11,7 @@ flipped, a bound off by one, a condition negated, a wrong variable, a boolean re
 from __future__ import annotations
 
 import ast
+import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -66,6 +67,22 @@ def mutants(source: str, *, path: str) -> list[Mutant]:
                     continue
                 found[(line, new)] = candidate
     return sorted(found.values(), key=lambda m: (m.line, m.new))
+
+
+def balanced(pool: list[Mutant], rng: random.Random) -> list[Mutant]:
+    """`pool` shuffled by `rng` within each kind, then taken one kind after another, so that the
+    first mutants tried are spread over the kinds."""
+    by_kind: dict[str, list[Mutant]] = {}
+    for m in pool:
+        by_kind.setdefault(m.kind, []).append(m)
+    for group in by_kind.values():
+        rng.shuffle(group)
+    order: list[Mutant] = []
+    while any(by_kind.values()):
+        for kind in sorted(by_kind):
+            if by_kind[kind]:
+                order.append(by_kind[kind].pop())
+    return order
 
 
 def _own_nodes(func: ast.AST) -> Iterator[ast.AST]:
