@@ -18,6 +18,11 @@ a git URL, with --install and --test), at its pinned commit:
 flags for a documented limit) with those flags: WORK/NAME/sandbox-workaround.json and
 WORK/table-workarounds.md.
 
+An entry with `ecosystem = "node"` (bench/corpus-node.toml: `--list bench/corpus-node.toml`)
+is a JavaScript or TypeScript repository: its reference is the host's Node, the CI's install
+commands and its test command, with the runner's per-test report (bench/corpus_node.py); the
+sandbox side is the same `run-tests` with no flag.
+
 A repository comes from, in order: its `source` (a path or a URL), the fetch mirror
 (MIRROR/owner+name/repo), or https://github.com/owner/name. Installs use PyPI alone (the host's
 pip configuration is left out); uv, poetry and pdm come from a tool venv (WORK/tools).
@@ -50,6 +55,7 @@ ROOT = HERE.parent
 sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
+from corpus_node import node_version, run_node_reference  # noqa: E402
 
 from sandbox.testrun.junit import parse_junit  # noqa: E402
 
@@ -78,10 +84,15 @@ class Entry:
     env: dict[str, str] = field(default_factory=dict)
     submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
     workaround: tuple[str, ...] = ()  # run-tests flags that make a known difference go away
+    ecosystem: str = "python"  # or "node": bench/corpus_node.py runs the reference
+    runner: str = ""  # node: the runner whose report names the tests (bench/node_host.py)
+    report: str = ""  # node: the test command with {report_flags} where the report is asked
 
     def key(self, python: str, user: str) -> str:
         """What decides the reference's result: a changed entry runs it again."""
         data = [self.source, self.commit, self.install, self.test, self.env, self.submodules]
+        if self.ecosystem != "python":
+            data += [self.ecosystem, self.runner, self.report]
         return hashlib.sha256(json.dumps([*data, python, user]).encode()).hexdigest()[:16]
 
 
@@ -110,6 +121,9 @@ def load_list(path: Path, mirror: Path) -> list[Entry]:
                 env=dict(repo.get("env", {})),
                 submodules={p: resolve(s, mirror) for p, s in repo.get("submodules", {}).items()},
                 workaround=tuple(repo.get("workaround", ())),
+                ecosystem=repo.get("ecosystem", "python"),
+                runner=repo.get("runner", ""),
+                report=repo.get("report", ""),
             )
         )
     return entries
@@ -370,12 +384,22 @@ def say(line: str) -> None:
 
 
 def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python: str) -> None:
-    """Run the reference and cache it, keyed by what decides it."""
-    say(f"{entry.name}: reference (Python {python}, user {args.user or 'root'})")
-    result = run_reference(entry, work, python=args.python, user=args.user, timeout_s=args.timeout)
+    """Run the reference and cache it, keyed by what decides it (`python`: the interpreter's
+    version, or for a node entry Node's)."""
+    toolchain = "Node" if entry.ecosystem == "node" else "Python"
+    say(f"{entry.name}: reference ({toolchain} {python}, user {args.user or 'root'})")
+    if entry.ecosystem == "node":
+        result = run_node_reference(
+            entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
+            owner=args.user,
+        )  # fmt: skip
+    else:
+        result = run_reference(
+            entry, work, python=args.python, user=args.user, timeout_s=args.timeout
+        )
     result |= {
         "key": entry.key(python, args.user),
-        "python": python,
+        toolchain.lower(): python,
         "user": args.user,
         "install": entry.install,
         "test": entry.test,
@@ -431,16 +455,20 @@ def main() -> int:
         entries = [e for e in entries if e.workaround]
     python = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    node = node_version() if any(e.ecosystem == "node" for e in entries) else ""
     for entry in entries if not args.report else []:
         cached = read_json(work / entry.name / "reference.json")
-        key = entry.key(python, args.user)
+        version = node if entry.ecosystem == "node" else python
+        key = entry.key(version, args.user)
         if not args.sandbox_only and (args.redo_reference or (cached or {}).get("key") != key):
-            reference_side(entry, work, args=args, python=python)
+            reference_side(entry, work, args=args, python=version)
         if not args.reference_only:
             sandbox_side(entry, work, workaround=args.with_workarounds, timeout_s=args.timeout)
     text = table([row(e, work, workaround=args.with_workarounds) for e in entries])
     work.mkdir(parents=True, exist_ok=True)
     name = "table-workarounds.md" if args.with_workarounds else "table.md"
+    if args.list.stem != "corpus":  # another list (corpus-node.toml) keeps its own table
+        name = name.replace("table", f"table-{args.list.stem}")
     (work / name).write_text(text + "\n", encoding="utf-8")
     print(text)
     return 0
