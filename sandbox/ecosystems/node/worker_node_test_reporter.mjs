@@ -8,6 +8,7 @@
 // hook, a throw after its subtests), not for its children's failures. A test file that fails
 // outside any test is reported by its path alone, with what it printed.
 import { relative, resolve } from 'node:path'
+import { inspect } from 'node:util'
 
 const root = process.env.WORKER_TEST_ROOT || process.cwd()
 const token = process.env.WORKER_RUN_TOKEN || ''
@@ -38,11 +39,22 @@ function fileOf(data) {
   return data.file ? relative(root, resolve(root, data.file)) : ''
 }
 
+// A test's error, as text: an error from a test file's process arrives deserialized, and may be
+// an object of no prototype (a deepStrictEqual's), which String() throws on.
+function text(value) {
+  try {
+    return String(value)
+  } catch {
+    return inspect(value)
+  }
+}
+
 function why(error) {
   if (!error) return ['', '']
   const cause = error.cause !== undefined ? error.cause : error
-  if (cause instanceof Error) return [cause.message || String(cause), cause.stack || String(cause)]
-  return [String(cause), String(cause)]
+  const message = cause && typeof cause.message === 'string' ? cause.message : ''
+  const stack = cause && typeof cause.stack === 'string' ? cause.stack : ''
+  return [message || text(cause), stack || message || text(cause)]
 }
 
 export default async function* workerJunit(source) {
