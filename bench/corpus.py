@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -320,6 +321,10 @@ def run_sandbox(
     }
 
 
+def _setup_env_flags(names: Sequence[str]) -> list[str]:
+    return [flag for name in names for flag in ("--setup-env", name)]
+
+
 def worker_commit() -> str:
     head = git("rev-parse", "--short", "HEAD", cwd=ROOT)
     dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
@@ -410,9 +415,12 @@ def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python
     say(f"  {Side.from_reference(result).describe()}{problem}")
 
 
-def sandbox_side(entry: Entry, work: Path, *, workaround: bool, timeout_s: float) -> None:
-    """Run the sandbox side and keep its result."""
-    flags = entry.workaround if workaround else ()
+def sandbox_side(
+    entry: Entry, work: Path, *, workaround: bool, timeout_s: float, setup_env: Sequence[str] = ()
+) -> None:
+    """Run the sandbox side and keep its result (`setup_env`: host variables passed to set-up,
+    what this machine needs of every repository, not a workaround of one)."""
+    flags = (*(entry.workaround if workaround else ()), *_setup_env_flags(setup_env))
     say(f"{entry.name}: sandbox{' ' + ' '.join(flags) if flags else ''}")
     result = run_sandbox(entry, work, flags=flags, timeout_s=timeout_s)
     write_json(sandbox_file(entry, work, workaround=workaround), result)
@@ -444,6 +452,10 @@ def main() -> int:
         action="store_true",
         help="the sandbox side with each entry's workaround flags (only entries that have one)",
     )
+    parser.add_argument(
+        "--setup-env", action="append", metavar="NAME",
+        help="a host variable passed to every sandbox set-up (run-tests --setup-env)",
+    )  # fmt: skip
     parser.add_argument("--install", action="append", help="an ad hoc repository's install")
     parser.add_argument("--test", help="an ad hoc repository's test command")
     parser.add_argument("--commit", help="an ad hoc repository's commit (default: HEAD)")
@@ -463,7 +475,8 @@ def main() -> int:
         if not args.sandbox_only and (args.redo_reference or (cached or {}).get("key") != key):
             reference_side(entry, work, args=args, python=version)
         if not args.reference_only:
-            sandbox_side(entry, work, workaround=args.with_workarounds, timeout_s=args.timeout)
+            sandbox_side(entry, work, workaround=args.with_workarounds, timeout_s=args.timeout,
+                         setup_env=args.setup_env or ())  # fmt: skip
     text = table([row(e, work, workaround=args.with_workarounds) for e in entries])
     work.mkdir(parents=True, exist_ok=True)
     name = "table-workarounds.md" if args.with_workarounds else "table.md"

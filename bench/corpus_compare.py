@@ -32,6 +32,7 @@ class Side:
     counts: Mapping[str, int] | None = None
     failing: tuple[str, ...] = ()
     problem: str | None = None  # set-up failed, no JUnit report, timed out: why no counts
+    passed: bool | None = None  # the command's own verdict, where it counts (node entries)
 
     def describe(self) -> str:
         """The counts as a table cell ("412 passed, 3 skipped"), or "none"."""
@@ -46,7 +47,9 @@ class Side:
         counts = data.get("counts")
         if counts is None:
             return cls(problem=data.get("problem") or "no JUnit report")
-        return cls(counts=counts, failing=tuple(data.get("failing") or ()))
+        # A Node test script chains checks (a lint, tsc) that count by exit code alone.
+        passed = data.get("exit_code") == 0 if data.get("node") else None
+        return cls(counts=counts, failing=tuple(data.get("failing") or ()), passed=passed)
 
     @classmethod
     def from_sandbox(cls, summary: Mapping[str, Any] | None, *, error: str = "") -> Side:
@@ -59,7 +62,9 @@ class Side:
         counts = summary.get("counts")
         if counts is None:
             return cls(problem=str(summary.get("headline") or "no JUnit report"))
-        return cls(counts=counts, failing=tuple(summary.get("failing") or ()))
+        passed = summary.get("passed")
+        return cls(counts=counts, failing=tuple(summary.get("failing") or ()),
+                   passed=passed if isinstance(passed, bool) else None)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +125,10 @@ def compare(reference: Side, sandbox: Side) -> Comparison:
     counts = _different_counts(reference.counts, sandbox.counts)
     if counts is not None:
         return Comparison(equal=False, cause=_cut(counts))
+    if None not in (reference.passed, sandbox.passed) and reference.passed != sandbox.passed:
+        ref, box = ("passed", "failed") if reference.passed else ("failed", "passed")
+        return Comparison(equal=False, cause=f"the same counts, but the test command {ref} in "
+                          f"the reference and {box} in the sandbox (its exit code)")  # fmt: skip
     return Comparison(equal=True)
 
 

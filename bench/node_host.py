@@ -7,26 +7,22 @@ test`), and `report`, the same commands with the runner's report asked for in th
 `{report_flags}` marks (`npx vitest run {report_flags} && npm run test-types`). Both run; the
 exit codes must agree, or the run says so.
 
-Test ids are those sandbox/ecosystems/node gives: the test file relative to the repository's
-root, `::`, then the names of the suites around the test and its own, joined by ` > `
-(`tests/colord.test.ts::Colord > parses hex`); a test file that fails outside any test is its path
-alone.
-
-    >>> outcomes, counts = read_report(
-    ...     "jest", '{"testResults": [{"name": "/r/t/a.test.ts", "assertionResults": ['
-    ...     '{"ancestorTitles": ["A"], "title": "b", "status": "failed"}]}]}', root="/r")
-    >>> outcomes
-    {'t/a.test.ts::A > b': 'failed'}
+Each runner writes the report the sandbox asks it for (sandbox/ecosystems/node/runners.py:
+vitest's JUnit, jest's JSON, mocha's JSON or, before mocha 9.1, its xunit, and for `node --test`
+the sandbox's own reporter), read by the sandbox's parsers (sandbox/ecosystems/node/reports.py):
+the ids are those a sandbox run gives, `tests/colord.test.ts::Colord > parses hex` (mocha's:
+the full title, its titles joined by spaces); a test file that fails outside any test is its
+path alone, an error.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import posixpath
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-REPORTERS = HERE / "node_reporters"
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from sandbox.ecosystems.node.reports import parse_report  # noqa: E402
+from sandbox.ecosystems.node.runners import NODE_REPORTER  # noqa: E402
+
+NODE_TEST_REPORTER = ROOT / "sandbox" / "ecosystems" / "node" / NODE_REPORTER
 RUNNERS = ("node-test", "jest", "vitest", "mocha")
 COUNTED = ("passed", "failed", "errors", "skipped")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -47,55 +50,42 @@ DROPPED_ENV = ("npm_config_", "NPM_CONFIG_", "YARN_", "COREPACK_", "NODE_OPTIONS
 COREPACK = "corepack@0.36.0"  # Node 20's own corepack cannot verify today's pnpm signatures
 
 
-def report_flags(runner: str, report: Path) -> tuple[str, dict[str, str]]:
-    """The flags that make `runner` write its per-test report to `report`, and the environment
-    they need."""
+def report_flags(runner: str, report: Path, *, tree: Path) -> tuple[str, str]:
+    """The flags that make `runner` write its per-test report to `report` (as the sandbox adds
+    them), and the report's format (a key of reports.PARSERS)."""
     if runner == "node-test":
         flags = (f"--test-reporter=spec --test-reporter-destination=stdout "
-                 f"--test-reporter={REPORTERS / 'node-test.mjs'} "
+                 f"--test-reporter={NODE_TEST_REPORTER} "
                  f"--test-reporter-destination={report}")  # fmt: skip
-        return flags, {}
+        return flags, "node-test-junit"
     if runner == "jest":
-        return f"--json --outputFile={report}", {}
+        return f"--json --outputFile={report}", "jest-json"
     if runner == "vitest":
-        return f"--reporter=default --reporter=json --outputFile.json={report}", {}
+        return f"--reporter=default --reporter=junit --outputFile.junit={report}", "vitest-junit"
     if runner == "mocha":
-        return f"--reporter {REPORTERS / 'mocha.cjs'}", {"BENCH_MOCHA_REPORT": str(report)}
+        kind = "xunit" if _mocha_before(tree, (9, 1)) else "json"
+        return f"--reporter {kind} --reporter-option output={report}", f"mocha-{kind}"
     raise ValueError(f"unknown runner {runner!r}: one of {', '.join(RUNNERS)}")
 
 
-def read_report(runner: str, text: str, *, root: str) -> tuple[dict[str, str], dict[str, int]]:
-    """Outcome by test id, and counts by outcome (a repeated id counts each time it ran)."""
-    outcomes: dict[str, str] = {}
-    counts = dict.fromkeys(COUNTED, 0)
+def _mocha_before(tree: Path, version: tuple[int, int]) -> bool:
+    """True when the tree's installed mocha is older than `version` (its JSON reporter writes
+    to a file from 9.1 on)."""
+    try:
+        data = json.loads((tree / "node_modules" / "mocha" / "package.json").read_text())
+        major, minor = (int(x) for x in str(data["version"]).split(".")[:2])
+    except (OSError, ValueError, KeyError):
+        return False
+    return (major, minor) < version
 
-    def add(test_id: str, outcome: str) -> None:
-        if "::" not in test_id and outcome == "failed":
-            outcome = "errors"  # a whole file failed, outside any test
-        counts[outcome] += 1
-        if outcomes.get(test_id) != "failed":  # the same name twice: one failure is the id's
-            outcomes[test_id] = outcome
 
-    if runner in ("node-test", "mocha"):
-        for line in text.splitlines():
-            if line.strip():
-                item = json.loads(line)
-                add(item["id"], item["outcome"])
-        return outcomes, counts
-    data = json.loads(text)
-    for result in data.get("testResults", []):
-        file = posixpath.relpath(result["name"], root) if result["name"].startswith("/") else (
-            result["name"])  # fmt: skip
-        tests = result.get("assertionResults") or []
-        if not tests and result.get("status") == "failed":
-            add(file, "errors")  # the file failed before any test ran (an import, a syntax error)
-            continue
-        for test in tests:
-            names = [*test.get("ancestorTitles", []), test["title"]]
-            status = test.get("status")
-            outcome = {"passed": "passed", "failed": "failed"}.get(status, "skipped")
-            add(f"{file}::{' > '.join(names)}", outcome)
-    return outcomes, counts
+def read_report(fmt: str, data: bytes, *, root: str) -> tuple[dict[str, str], dict[str, int]]:
+    """Outcome by test id ("passed", "failed", "error", "skipped"), and counts by outcome, as
+    the sandbox reads the same report (ValueError when it is not one of `fmt`)."""
+    summary = parse_report(fmt, data, root=root)
+    counts = {"passed": summary.passed, "failed": summary.failed, "errors": summary.errors,
+              "skipped": summary.skipped}  # fmt: skip
+    return dict(summary.outcomes), counts
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +101,7 @@ class HostRun:
     problem: str | None = None
 
     def failing(self) -> list[str]:
-        return sorted(t for t, o in self.outcomes.items() if o in ("failed", "errors"))
+        return sorted(t for t, o in self.outcomes.items() if o in ("failed", "error"))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,24 +168,19 @@ def run_shell(
 
 
 def instrument(
-    report_cmd: str, runner: str, report: Path
-) -> tuple[str, dict[str, str], list[Path]]:
+    report_cmd: str, runner: str, report: Path, *, tree: Path
+) -> tuple[str, list[Path], str]:
     """`report_cmd` with each `{report_flags}` replaced by the flags of a report file of its own
-    (a test script may run its runner twice: the tests, then the type tests); the environment
-    they need, and the report files."""
+    (a test script may run its runner twice: the tests, then the type tests); the report files
+    and their format."""
     pieces = report_cmd.split("{report_flags}")
-    command, env, files = pieces[0], {}, []
+    command, files, fmt = pieces[0], [], ""
     for i, piece in enumerate(pieces[1:]):
         path = report.with_name(f"{report.stem}-{i}{report.suffix}")
-        flags, extra = report_flags(runner, path)
-        if runner == "mocha":  # one file for every mocha run: its lines are appended
-            path = Path(extra["BENCH_MOCHA_REPORT"] if not files else files[0])
-            extra = {"BENCH_MOCHA_REPORT": str(path)}
+        flags, fmt = report_flags(runner, path, tree=tree)
         command += flags + piece
-        env |= extra
-        if path not in files:
-            files.append(path)
-    return command, env, files
+        files.append(path)
+    return command, files, fmt
 
 
 def run_tests(
@@ -207,12 +192,11 @@ def run_tests(
     plain = None
     if plain_cmd is not None:
         plain = run_shell(plain_cmd, cwd=tree, env=env, log=log, timeout_s=timeout_s, user=user)
-    command, extra, files = instrument(report_cmd, runner, report)
+    command, files, fmt = instrument(report_cmd, runner, report, tree=tree)
     for path in files:
         path.unlink(missing_ok=True)
     started = time.monotonic()
-    code = run_shell(command, cwd=tree, env={**env, **extra}, log=log, timeout_s=timeout_s,
-                     user=user)  # fmt: skip
+    code = run_shell(command, cwd=tree, env=env, log=log, timeout_s=timeout_s, user=user)
     seconds = round(time.monotonic() - started, 1)
     base: dict[str, Any] = {"test_s": seconds, "exit_code": code, "plain_exit_code": plain}
     if code == 124:
@@ -224,10 +208,10 @@ def run_tests(
     counts = dict.fromkeys(COUNTED, 0)
     try:
         for path in written:
-            more, tally = read_report(runner, path.read_text(encoding="utf-8"), root=str(tree))
+            more, tally = read_report(fmt, path.read_bytes(), root=str(tree))
             outcomes |= {t: o for t, o in more.items() if outcomes.get(t) != "failed"}
             counts = {k: counts[k] + tally[k] for k in COUNTED}
-    except (ValueError, KeyError) as exc:
+    except ValueError as exc:
         return HostRun(**base, problem=f"unreadable {runner} report: {exc}")
     problem = None
     if len(written) < len(files):

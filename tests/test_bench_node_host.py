@@ -1,11 +1,10 @@
-"""bench/node_host.py, the host side of the JS corpus and task baselines: the runners' reports
-read into test ids of the sandbox's scheme (`file::suite > test`), and a real `node --test` run
-with bench's reporter."""
+"""bench/node_host.py, the host side of the JS corpus and task baselines: each runner asked for
+the report the sandbox reads, twice in one script when it runs twice, and a real `node --test`
+run on the host named by the sandbox's ids (`file::suite > test`)."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -24,41 +23,30 @@ def load():
     return module
 
 
-def test_jest_and_vitest_reports_give_ids_counts_and_file_errors():
-    report = {
-        "testResults": [
-            {
-                "name": "/repo/tests/colord.test.ts",
-                "status": "failed",
-                "assertionResults": [
-                    {"ancestorTitles": ["Colord", "parse"], "title": "hex", "status": "passed"},
-                    {"ancestorTitles": [], "title": "alpha", "status": "failed"},
-                    {"ancestorTitles": ["Colord"], "title": "later", "status": "todo"},
-                ],
-            },
-            {"name": "/repo/tests/broken.test.ts", "status": "failed", "assertionResults": []},
-        ]
-    }
-    outcomes, counts = load().read_report("vitest", json.dumps(report), root="/repo")
-    assert outcomes == {
-        "tests/colord.test.ts::Colord > parse > hex": "passed",
-        "tests/colord.test.ts::alpha": "failed",
-        "tests/colord.test.ts::Colord > later": "skipped",
-        "tests/broken.test.ts": "errors",
-    }
-    assert counts == {"passed": 1, "failed": 1, "errors": 1, "skipped": 1}
+def test_mocha_before_9_1_writes_xunit(tmp_path):
+    node_host = load()
+    (tmp_path / "node_modules" / "mocha").mkdir(parents=True)
+    manifest = tmp_path / "node_modules" / "mocha" / "package.json"
+    manifest.write_text('{"version": "8.4.0"}')
+    assert node_host.report_flags("mocha", Path("/r.xml"), tree=tmp_path) == (
+        "--reporter xunit --reporter-option output=/r.xml",
+        "mocha-xunit",
+    )
+    manifest.write_text('{"version": "10.2.0"}')
+    assert node_host.report_flags("mocha", Path("/r.json"), tree=tmp_path)[1] == "mocha-json"
 
 
 def test_a_runner_run_twice_writes_two_reports():
     node_host = load()
-    command, env, files = node_host.instrument(
+    command, files, fmt = node_host.instrument(
         "vitest run {report_flags} && vitest --typecheck.only {report_flags}",
         "vitest",
-        Path("/tmp/r.json"),
+        Path("/tmp/r.xml"),
+        tree=Path("/nowhere"),
     )
-    assert files == [Path("/tmp/r-0.json"), Path("/tmp/r-1.json")]
-    assert "--outputFile.json=/tmp/r-0.json && vitest --typecheck.only" in command
-    assert command.endswith("--outputFile.json=/tmp/r-1.json") and env == {}
+    assert files == [Path("/tmp/r-0.xml"), Path("/tmp/r-1.xml")] and fmt == "vitest-junit"
+    assert "--outputFile.junit=/tmp/r-0.xml && vitest --typecheck.only" in command
+    assert command.endswith("--outputFile.junit=/tmp/r-1.xml")
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node on the host")
@@ -71,7 +59,9 @@ def test_node_test_run_names_each_test_by_file_and_suite(tmp_path):
         "  it('adds', () => assert.equal(1 + 1, 2))\n"
         "  it('fails', () => assert.equal(1 + 1, 3))\n"
         "  it.skip('later', () => {})\n"
-        "})\n",
+        "})\n"
+        "// Its error reaches the reporter as an object String() throws on (not an Error).\n"
+        "it('shares', () => assert.deepStrictEqual({ b: new SharedArrayBuffer(8) }, []))\n",
         encoding="utf-8",
     )
     (tmp_path / "test" / "b.test.mjs").write_text("throw new Error('at import')\n")
@@ -81,14 +71,19 @@ def test_node_test_run_names_each_test_by_file_and_suite(tmp_path):
         run = node_host.run_tests(
             tmp_path, runner="node-test", report_cmd="node --test {report_flags}",
             env={"PATH": str(Path(shutil.which("node") or "").parent)}, log=log, timeout_s=60,
-            report=tmp_path / "report.json", plain_cmd="node --test",
+            report=tmp_path / "report.xml", plain_cmd="node --test",
         )  # fmt: skip
     assert run.problem is None, log_path.read_text()
     assert run.outcomes == {
         "test/a.test.mjs::sum > adds": "passed",
         "test/a.test.mjs::sum > fails": "failed",
         "test/a.test.mjs::sum > later": "skipped",
-        "test/b.test.mjs": "errors",
+        "test/a.test.mjs::shares": "failed",
+        "test/b.test.mjs": "error",
     }
     assert run.exit_code == run.plain_exit_code == 1
-    assert run.failing() == ["test/a.test.mjs::sum > fails", "test/b.test.mjs"]
+    assert run.failing() == [
+        "test/a.test.mjs::shares",
+        "test/a.test.mjs::sum > fails",
+        "test/b.test.mjs",
+    ]
