@@ -56,8 +56,10 @@ _PACKAGE_MANAGER = re.compile(r"^(npm|yarn|pnpm)@(\d+)(\.[0-9A-Za-z.-]+)?(\+[\w.
 _PNPM_LOCK_VERSION = re.compile(r"^lockfileVersion:\s*['\"]?([\d.]+)", re.MULTILINE)
 _YARN_PATH = re.compile(r"^yarnPath:", re.MULTILINE)
 
-#: Variables a Node user may have set, passed to set-up as they are.
-PASSED = ("COREPACK_INTEGRITY_KEYS", "YARN_UNSAFE_HTTP_WHITELIST")
+#: Variables a Node user may have set, passed to set-up as they are. NODE_EXTRA_CA_CERTS: behind
+#: a TLS-inspecting proxy Node (npm, corepack) trusts only its own CAs, not the system's store
+#: that set-up mounts at the host's path (/etc/ssl/certs), which is where the variable points.
+PASSED = ("COREPACK_INTEGRITY_KEYS", "YARN_UNSAFE_HTTP_WHITELIST", "NODE_EXTRA_CA_CERTS")
 #: Where npm, Yarn Berry and pnpm read a proxy besides HTTP(S)_PROXY: told the fence's.
 PROXY_VARIABLES = (
     *("npm_config_proxy", "npm_config_https_proxy"),
