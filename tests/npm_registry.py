@@ -83,6 +83,16 @@ class NpmRegistry:
             "COREPACK_INTEGRITY_KEYS": "0",
         }
 
+    def saw(self, request: str, *, within_s: float = 15.0) -> bool:
+        """Whether verdaccio answered `request` ("GET /is-number/-/is-number-7.0.0.tgz"),
+        waiting up to `within_s` for its log, which a loaded machine writes late."""
+        deadline = time.monotonic() + within_s
+        while request not in self.requests():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
     def requests(self) -> list[str]:
         """The requests verdaccio answered, in order ("GET /is-number", ...)."""
         logs = bytes(self.container.logs()).decode("utf-8", "replace")

@@ -135,7 +135,7 @@ def test_a_package_lock_is_installed_with_npm_ci_through_the_fence_then_warm(
     assert result.allowed_hosts == ("registry.npmjs.org", registry.host)
     # The tarball came from the registry, through the proxy, though the lockfile names
     # registry.npmjs.org (npm sends it to the registry it is configured with)...
-    assert "GET /is-number/-/is-number-7.0.0.tgz" in registry.requests()
+    assert registry.saw("GET /is-number/-/is-number-7.0.0.tgz"), registry.requests()
     assert "set-up: node_modules kept in the image, linked from the tree" in lines
     # ...and the tests find it in a sandbox of the committed image, with no network.
     out = run_tests(docker_client, result, repo, tmp_path / "run1", "npm test")
@@ -275,7 +275,7 @@ def test_an_install_script_reaching_another_host_is_refused(
     failed = caught.value
     # The registry was reached (is-number came through the proxy); the other host never was,
     # by its name or its address, through the proxy or around it.
-    assert "GET /is-number/-/is-number-7.0.0.tgz" in registry.requests()
+    assert registry.saw("GET /is-number/-/is-number-7.0.0.tgz"), registry.requests()
     assert other_host.requests() == []
     assert "PROBE proxied-name=status-403 proxied-ip=status-403 direct-ip=failed:" in failed.tail
     assert failed.network_error and other_host.host in failed.network_error
