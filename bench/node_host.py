@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,18 +154,28 @@ def run_shell(
     user: Sequence[str] = (),
 ) -> int:  # fmt: skip
     """`command` with bash (as `user`: a prefix such as corpus.as_user's), its output appended
-    to `log`; the exit code (124: timed out, and everything it started is ended)."""
+    to `log`; the exit code (124: timed out, and everything it started is ended).
+
+    Each command gets a TMPDIR of its own, removed after it, as a fresh CI runner or sandbox
+    has: jest and ts-jest keep their transform cache there, and a cache an earlier run of
+    other sources left would skip a type check that a fresh run fails."""
     log.write(f"\n$ {command}\n")
     log.flush()
-    with subprocess.Popen([*user, "bash", "-c", command], cwd=cwd, env=dict(env), stdout=log,
-                          stderr=subprocess.STDOUT, start_new_session=True) as proc:  # fmt: skip
-        try:
-            return proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            log.write(f"\n[timed out after {timeout_s:.0f}s]\n")
-            return 124
+    tmp = tempfile.mkdtemp(prefix="bench-node-tmp-")
+    os.chmod(tmp, 0o1777)  # the command may run as another user
+    try:
+        with subprocess.Popen([*user, "bash", "-c", command], cwd=cwd,
+                              env={**env, "TMPDIR": tmp}, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True) as proc:  # fmt: skip
+            try:
+                return proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                log.write(f"\n[timed out after {timeout_s:.0f}s]\n")
+                return 124
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def instrument(
