@@ -33,6 +33,9 @@ TEST_GLOBS: tuple[str, ...] = (
     "**/conftest.py",
     "**/*_test.go",
     "**/testdata/**",
+    "**/test.[jt]s",  # a small library's one test file (`node --test test.js`)
+    "**/test.[mc][jt]s",
+    "**/tests.[jt]s",
     "**/*.test.[jt]s",
     "**/*.test.[jt]sx",
     "**/*.test.[mc][jt]s",

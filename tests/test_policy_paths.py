@@ -204,6 +204,9 @@ def test_root_given_through_a_link_still_works(repo: Path, tmp_path: Path) -> No
         "web/src/app.spec.ts",
         "web/src/App.spec.jsx",
         "web/src/__tests__/app.js",
+        "test.js",  # a small library's one test file, at its root
+        "lib/test.mjs",
+        "tests.ts",
         "src/test/java/com/example/AppTest.java",
         "spec/models/user_spec.rb",
         "lib/user_spec.rb",
@@ -224,6 +227,8 @@ def test_tests_are_readable_but_not_writable(rel: str) -> None:
         "pkg/server/handler.go",
         "web/src/app.ts",
         "web/src/contest.tsx",
+        "web/src/latest.js",
+        "testing.js",
         "lib/user.rb",
         "src/main/App.java",
     ],
