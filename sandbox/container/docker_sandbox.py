@@ -22,12 +22,15 @@ import docker
 import docker.errors
 import requests.exceptions
 import urllib3.exceptions
+from docker.types import Mount
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from sandbox.container import placement as where
 from sandbox.container.base import BASE_ENV, SandboxBase
 from sandbox.container.capture import TRAILER_MAX, from_trailer
 from sandbox.container.output import OutputCapture
+from sandbox.container.placement import Entry, Placement
 from sandbox.container.results import CommandResult
 from sandbox.errors import DaemonGone, SandboxError, SandboxGone
 from sandbox.worktree.workspace import SANDBOX_UID
@@ -64,7 +67,10 @@ DAEMON_STOPPED = (
 
 
 class DockerSandbox(SandboxBase):
-    """A hardened container with `workspace` mounted at /workspace; run commands with `run`."""
+    """A hardened container with `workspace` at /workspace; run commands with `run`.
+
+    The copy is bind-mounted where the daemon sees this machine's files, else sent in
+    (`placement`: "auto", "mounted" or "copied"; sandbox/container/placement.py)."""
 
     isolation_label = "docker"
 
@@ -80,6 +86,7 @@ class DockerSandbox(SandboxBase):
         log_dir: Path | None = None,
         isolation: Isolation = HARDENED,
         labels: dict[str, str] | None = None,
+        placement: str = "auto",
     ) -> None:
         super().__init__(
             workspace=workspace,
@@ -97,6 +104,11 @@ class DockerSandbox(SandboxBase):
         }  # fmt: skip
         self._container: Any = None
         self._lost: SandboxError | None = None
+        self._asked = where.asked_placement(placement)
+        #: Where the copy is for this container, once started.
+        self.placement: Placement = "mounted"
+        self._sent: dict[str, Entry] | None = None  # copied: the host copy as last sent
+        self._count_started = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -106,26 +118,57 @@ class DockerSandbox(SandboxBase):
 
     def start(self) -> None:
         """Create and start the container (no network, read-only root, no capabilities...)."""
-        isolation = self.isolation
         self.control_dir.mkdir(parents=True, exist_ok=True)
         for name in ("runner.py", "reaper.py"):
             src = resources.files("sandbox.container").joinpath(name)
             (self.control_dir / name).write_bytes(src.read_bytes())
         os.chmod(self.control_dir, 0o755)
-        volumes = {
-            str(self.workspace): {"bind": WORKSPACE_MOUNT, "mode": "rw"},
-            str(self.control_dir): {"bind": CONTROL_MOUNT, "mode": "ro"},
-        }
-        if isolation.network and os.path.isdir(HOST_CA_BUNDLE):
-            volumes[HOST_CA_BUNDLE] = {"bind": HOST_CA_BUNDLE, "mode": "ro"}
+        asked = self._asked
+        first: Placement = "mounted"
+        if asked != "auto":
+            first = asked
+        else:
+            first = where.known(self._client) or "mounted"
+        try:
+            self._start_in(first)
+        except _NotShared as exc:
+            if asked == "mounted":
+                raise SandboxError(
+                    f"the Docker daemon does not see this machine's files ({exc}), and "
+                    f"{where.PLACEMENT_ENV} or sandbox.placement says mounted: "
+                    "set it to auto or copied"
+                ) from exc
+            self._start_in("copied")
+        if asked == "auto":
+            where.remember(self._client, self.placement)
+
+    def _start_in(self, placement: Placement) -> None:
+        isolation = self.isolation
+        self.placement = placement
+        self._count_started = 0
+        self._user = _user_for(isolation, placement)
+        copied = placement == "copied"
+        if copied:
+            mounts = [
+                Mount(WORKSPACE_MOUNT, None, type="volume"),
+                Mount(CONTROL_MOUNT, None, type="volume"),
+            ]
+            self._sent = {}
+        else:
+            self._sent = None
+            mounts = [
+                Mount(WORKSPACE_MOUNT, str(self.workspace), type="bind"),
+                Mount(CONTROL_MOUNT, str(self.control_dir), type="bind", read_only=True),
+            ]
+            if isolation.network and os.path.isdir(HOST_CA_BUNDLE):
+                mounts.append(Mount(HOST_CA_BUNDLE, HOST_CA_BUNDLE, type="bind", read_only=True))
         memory = f"{self.limits.memory_mb}m"
         try:
-            self._container = self._client.containers.run(
+            container = self._client.containers.create(
                 self.image,
                 command=["python3", "-S", f"{CONTROL_MOUNT}/reaper.py"],
-                detach=True,
                 name=f"worker-{uuid.uuid4().hex[:12]}",
-                labels=self._labels,
+                labels={**self._labels, "worker.placement": placement},
                 network_mode="bridge" if isolation.network else "none",
                 read_only=isolation.read_only_root,
                 tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777,exec"},
@@ -136,7 +179,7 @@ class DockerSandbox(SandboxBase):
                 mem_limit=memory,
                 memswap_limit=memory,
                 nano_cpus=int(self.limits.cpus * 1e9),
-                volumes=volumes,
+                mounts=mounts,
                 working_dir=WORKSPACE_MOUNT,
                 environment=BASE_ENV,
                 auto_remove=False,
@@ -146,7 +189,83 @@ class DockerSandbox(SandboxBase):
                 f"sandbox image {self.image} not found: run `worker sandbox build`"
             ) from exc
         except docker.errors.APIError as exc:
+            if not copied and where.bind_refused(exc):
+                raise _NotShared(f"no {self.workspace} where the daemon runs") from exc
             raise SandboxError(f"cannot start the sandbox: {exc.explanation or exc}") from exc
+        self._container = container
+        try:
+            if copied:
+                self._send_control()
+            container.start()
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, docker.errors.APIError):
+                raise SandboxError(f"cannot start the sandbox: {exc.explanation or exc}") from exc
+            raise
+
+    # -- the copied placement: files sent in through the API ---------------------------------
+
+    def _send_control(self) -> None:
+        files = {p.name: p.read_bytes() for p in self.control_dir.iterdir() if p.is_file()}
+        with where.control_tar(files) as tar:
+            self._put(CONTROL_MOUNT, tar)
+
+    def _put(self, path: str, data: Any) -> None:
+        try:
+            self._client.api.put_archive(self._container.id, path, data)
+        except DAEMON_ERRORS as exc:
+            raise self._loss() or SandboxError(
+                f"cannot copy files into the sandbox: {_say(exc)}"
+            ) from exc
+
+    def stage(self, name: str, data: bytes) -> str:
+        staged = super().stage(name, data)
+        if self.placement == "copied" and self._container is not None:
+            with where.control_tar({staged.rsplit("/", 1)[-1]: data}) as tar:
+                self._put(CONTROL_MOUNT, tar)
+        return staged
+
+    def _sync(self) -> None:
+        """Copied: bring the container's copy up to the host copy before a command: what the
+        tools changed or removed since the last command, and the fixtures every time (a test may
+        have changed them; this puts them back, as the fixture guard does on a mounted copy)."""
+        if self._sent is None:
+            return
+        now = where.scan(self.workspace)
+        first = not self._sent
+        changed, removed = where.changes(self._sent, now)
+        if removed:
+            self._remove_in_container(removed)
+        again = set(changed)
+        if self._guard is not None:
+            again.update(rel for rel in self._guard.files if rel in now)
+        if again or first:
+            owner = _uid_of(self._user)
+            with where.tar_of(self.workspace, again, owner=owner, root_entry=first) as tar:
+                self._put(WORKSPACE_MOUNT, tar)
+        self._sent = now
+
+    def _remove_in_container(self, rels: list[str]) -> None:
+        api = self._client.api
+        for start in range(0, len(rels), 500):
+            paths = [f"{WORKSPACE_MOUNT}/{rel}" for rel in rels[start : start + 500]]
+            try:
+                exec_id = api.exec_create(
+                    self._container.id, ["rm", "-rf", "--", *paths], user=self._user
+                )["Id"]
+                api.exec_start(exec_id)
+            except DAEMON_ERRORS as exc:
+                raise self._loss() or SandboxError(
+                    f"cannot update the sandbox's copy: {_say(exc)}"
+                ) from exc
+
+    def sync_back(self) -> None:
+        """Copied: make the host copy hold what the commands wrote in the container's (set-up's
+        files); nothing to do when the copy is mounted."""
+        if self.placement != "copied" or self._container is None:
+            return
+        where.pull(self._client, self._container.id, WORKSPACE_MOUNT, self.workspace)
+        self._sent = where.scan(self.workspace)
 
     def close(self) -> None:
         """Remove the container, with SIGINT/SIGTERM held back until it is gone."""
@@ -207,9 +326,60 @@ class DockerSandbox(SandboxBase):
         env: dict[str, str],
         log_path: Path | None,
     ) -> CommandResult:
+        def once() -> CommandResult:
+            return self._execute_once(
+                command,
+                limit=limit,
+                capture=capture,
+                capture_file=capture_file,
+                env=env,
+                log_path=log_path,
+            )
+
+        try:
+            return once()
+        except SandboxGone:
+            if not self._not_shared():
+                raise
+        # The daemon mounted a folder of the same name that is not ours (another machine's):
+        # the container's first process found no reaper there. Send the files in instead.
+        if self._asked == "mounted":
+            raise SandboxError(
+                f"the Docker daemon does not see this machine's files ({self.control_dir} is "
+                f"empty where it runs), and {where.PLACEMENT_ENV} or sandbox.placement says "
+                "mounted: set it to auto or copied"
+            )
+        self.close()
+        self._lost = None
+        where.remember(self._client, "copied")
+        self._start_in("copied")
+        return once()
+
+    def _not_shared(self) -> bool:
+        """Whether a mounted container ended because its control folder was not ours."""
+        if self.placement != "mounted" or self._container is None or self._count_started > 1:
+            return False
+        try:
+            logs = self._container.logs(stdout=False, stderr=True, tail=20)
+        except DAEMON_ERRORS:
+            return False
+        return b"reaper.py" in logs and b"can't open file" in logs
+
+    def _execute_once(
+        self,
+        command: str,
+        *,
+        limit: float,
+        capture: OutputCapture,
+        capture_file: str | None,
+        env: dict[str, str],
+        log_path: Path | None,
+    ) -> CommandResult:
         trailer = bytearray()
+        self._count_started += 1
         started = time.monotonic()
         api = self._client.api
+        self._sync()
         try:
             exec_id = api.exec_create(
                 self._container.id,
@@ -350,12 +520,12 @@ def _say(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
 
 
-def _user_for(isolation: Isolation) -> str:
-    """uid:gid of commands: the sandbox user (or, off root, the worker's own ids so that the
-    copy it made stays writable), or root where the configuration asks for it."""
+def _user_for(isolation: Isolation, placement: Placement = "mounted") -> str:
+    """uid:gid of commands: the sandbox user (or, off root and mounted, the worker's own ids so
+    that the copy it made stays writable), or root where the configuration asks for it."""
     if isolation.run_as_root:
         return "0:0"
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 and placement == "mounted":
         return f"{os.getuid()}:{os.getgid()}"
     return f"{SANDBOX_UID}:{SANDBOX_UID}"
 
@@ -371,6 +541,14 @@ def _parse_trailer(data: bytes) -> dict[str, Any]:
             if isinstance(parsed, dict):
                 return parsed
     return {}
+
+
+def _uid_of(user: str) -> int:
+    return int(user.split(":", 1)[0])
+
+
+class _NotShared(Exception):
+    """The daemon has no folder at the copy's path: it does not see this machine's files."""
 
 
 class _signals_held:

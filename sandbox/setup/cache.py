@@ -288,6 +288,7 @@ def prepare_setup_image(
             refused = fence.refused_hosts() if fence else ()
             if not ran.ok:
                 raise _failure(spec, plan, ran, refused, secrets=secrets, log=log)
+            box.sync_back()  # a copy in the container: what set-up wrote comes back
             if refused:  # it did without them; the user may want to know all the same
                 progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
             moved = move_tree_dirs(

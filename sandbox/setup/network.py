@@ -36,7 +36,9 @@ from urllib.parse import urlsplit
 
 import docker
 import docker.errors
+from docker.types import Mount
 
+from sandbox.container import placement as where
 from sandbox.container.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.setup.installer import INDEX_VARIABLES, PIP, PYPI_HOSTS, Installer
@@ -236,10 +238,25 @@ class ProxyFence:
             )
             subnet = self._net.attrs["IPAM"]["Config"][0]["Subnet"]
             self._write_config(subnet)
-            self._container = self._client.containers.run(
+            self._container = self._sidecar(copied=where.known(self._client) == "copied")
+            self._client.networks.get(self._egress).connect(self._container)
+        except docker.errors.NotFound as exc:
+            raise SandboxError(f"set-up network: {_say(exc)}") from exc
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot start the set-up proxy: {_say(exc)}") from exc
+        self._wait_ready()
+
+    def _sidecar(self, *, copied: bool) -> Any:
+        """The proxy's container, started, its configuration mounted from the host or (where the
+        daemon does not see this machine's files) sent in (sandbox/container/placement.py)."""
+        if copied:
+            mount = Mount(PROXY_MOUNT, None, type="volume")
+        else:
+            mount = Mount(PROXY_MOUNT, str(self._config_dir), type="bind", read_only=True)
+        try:
+            container = self._client.containers.create(
                 self._image,
                 command=["tinyproxy", "-d", "-c", f"{PROXY_MOUNT}/tinyproxy.conf"],
-                detach=True,
                 name=self.sidecar,
                 labels={**self._labels, "worker.phase": "setup-proxy"},
                 network=self.network,
@@ -252,16 +269,23 @@ class ProxyFence:
                 mem_limit="64m",
                 memswap_limit="64m",
                 nano_cpus=1_000_000_000,
-                volumes={str(self._config_dir): {"bind": PROXY_MOUNT, "mode": "ro"}},
+                mounts=[mount],
                 working_dir="/",
                 environment={},
             )
-            self._client.networks.get(self._egress).connect(self._container)
-        except docker.errors.NotFound as exc:
-            raise SandboxError(f"set-up network: {_say(exc)}") from exc
         except docker.errors.APIError as exc:
-            raise SandboxError(f"cannot start the set-up proxy: {_say(exc)}") from exc
-        self._wait_ready()
+            if copied or not where.bind_refused(exc):
+                raise
+            where.remember(self._client, "copied")
+            return self._sidecar(copied=True)
+        self._container = container
+        if copied:
+            uid = int(_sidecar_user().split(":")[0])
+            names = [p.name for p in self._config_dir.iterdir()]
+            with where.tar_of(self._config_dir, names, owner=uid) as tar:
+                self._client.api.put_archive(container.id, PROXY_MOUNT, tar)
+        container.start()
+        return container
 
     def _write_config(self, subnet: str) -> None:
         # A bind-mounted folder, not container configuration: an upstream proxy's password
