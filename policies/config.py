@@ -34,7 +34,7 @@ import jsonschema
 
 from policies.budgets import Budgets
 from policies.errors import ConfigError
-from policies.isolation import Isolation
+from policies.isolation import PLACEMENTS, Isolation, Placement
 from policies.limits import Limits
 from policies.paths import PathPolicy
 from policies.truncation import Truncation
@@ -139,7 +139,10 @@ def config_schema() -> dict[str, Any]:
                 | {"allow_edit_tests": {"type": "boolean"}}
             ),
             "output": table({"max_bytes": pos_int, "max_lines": pos_int}),
-            "sandbox": table({k: {"type": "boolean"} for k in Isolation.__dataclass_fields__}),
+            "sandbox": table(
+                {k: {"type": "boolean"} for k in Isolation.__dataclass_fields__}
+                | {"placement": {"enum": list(PLACEMENTS)}}
+            ),
             "prices": {
                 "type": "object",
                 "additionalProperties": table(
@@ -168,6 +171,7 @@ class WorkerConfig:
     image: str | None = None
     limits: Limits = field(default_factory=Limits)
     isolation: Isolation = field(default_factory=Isolation)
+    placement: Placement = "auto"  # where the working copy lives for the container
     budgets: Budgets = field(default_factory=Budgets)
     paths: PathPolicy = field(default_factory=PathPolicy)
     truncation: Truncation = field(default_factory=Truncation)
@@ -334,7 +338,10 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         setup_timeout_s=float(merged.get("setup_timeout_s", 900.0)),
         image=merged.get("image"),
         limits=Limits(**merged.get("limits", {})),
-        isolation=Isolation(**merged.get("sandbox", {})),
+        isolation=Isolation(
+            **{k: v for k, v in merged.get("sandbox", {}).items() if k != "placement"}
+        ),
+        placement=merged.get("sandbox", {}).get("placement", "auto"),
         budgets=Budgets(**merged.get("budgets", {})),
         paths=paths,
         truncation=Truncation(**merged.get("output", {})),

@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+#: Where a container's working copy lives (sandbox/container/placement.py): found by a probe
+#: (auto), bind-mounted from this machine, or copied in through the Docker API.
+Placement = Literal["auto", "mounted", "copied"]
+PLACEMENTS: tuple[Placement, ...] = ("auto", "mounted", "copied")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import docker
 
-from policies.isolation import HARDENED, Isolation
+from policies.isolation import HARDENED, Isolation, Placement
 from policies.limits import Limits
 from policies.paths import Protection
 from sandbox.container.client import connect
 from sandbox.container.image import DEFAULT_IMAGE, ensure_image
 from sandbox.container.local_sandbox import LOCAL_SANDBOX_WARNING
+from sandbox.container.placement import configure as configure_placement
 from sandbox.container.prune import sweep_leftovers
 from sandbox.ecosystems.base import Toolchain
 from sandbox.errors import SandboxError
@@ -65,13 +66,16 @@ def prepare(
     limits: Limits,
     progress: Callable[[str], None],
     isolation: Isolation = HARDENED,
+    placement: Placement = "auto",
     toolchain: Toolchain | None = None,
     before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
 ) -> Prepared:
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up; with
     no `image` named, the image of the `toolchain` the project's ecosystem chose (the Python,
     the Node it asks for: sandbox/ecosystems/), built once and said in one line;
-    `before_setup(client, image)` runs once the image is there, before the set-up does."""
+    `before_setup(client, image)` runs once the image is there, before the set-up does.
+    `placement` is where containers keep the working copy (sandbox/container/placement.py)."""
+    configure_placement(placement)
     if backend == "local":
         progress(LOCAL_SANDBOX_WARNING)
         sweep_leftovers(None, progress=progress)

@@ -39,6 +39,11 @@ class Sandbox(Protocol):
     workspace: Path
     isolation_label: str
 
+    @property
+    def placement(self) -> str:
+        """Where commands find the working copy: "mounted" or "copied" (a container), "host"."""
+        ...
+
     def __enter__(self) -> Sandbox: ...
 
     def __exit__(
@@ -69,6 +74,7 @@ class SandboxBase:
     """What every backend shares; see the module docstring for what a backend supplies."""
 
     isolation_label = "?"
+    placement = "host"
 
     def __init__(
         self,
@@ -157,7 +163,7 @@ class SandboxBase:
                 env={**BASE_ENV, **(env or {})},
                 log_path=log_path,
             )
-            if self._guard is not None and (put_back := self._guard.sweep()):
+            if self._guard is not None and (put_back := self._sweep(self._guard)):
                 result = dataclasses.replace(result, fixtures_put_back=put_back)
             return result
         finally:
@@ -168,6 +174,10 @@ class SandboxBase:
 
     def _running(self) -> bool:
         raise NotImplementedError
+
+    def _sweep(self, guard: FixtureGuard) -> tuple[str, ...]:
+        """The fixtures the command changed, put back (on the copy the commands see)."""
+        return guard.sweep()
 
     def _stage_dir(self) -> Path:
         return self.control_dir

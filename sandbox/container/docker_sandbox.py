@@ -33,6 +33,7 @@ from sandbox.container.output import OutputCapture
 from sandbox.container.placement import Entry, Placement
 from sandbox.container.results import CommandResult
 from sandbox.errors import DaemonGone, SandboxError, SandboxGone
+from sandbox.worktree.fixture_guard import FixtureGuard
 from sandbox.worktree.workspace import SANDBOX_UID
 
 LABEL = "worker.sandbox"
@@ -244,6 +245,25 @@ class DockerSandbox(SandboxBase):
             with where.tar_of(self.workspace, again, owner=owner, root_entry=first) as tar:
                 self._put(WORKSPACE_MOUNT, tar)
         self._sent = now
+
+    def _sweep(self, guard: FixtureGuard) -> tuple[str, ...]:
+        """Copied: the fixtures whose bytes in the container differ from the snapshot's (each
+        sent again before the next command); mounted: the guard's sweep of the host copy."""
+        if self.placement != "copied":
+            return guard.sweep()
+        files = guard.files
+        try:
+            exec_id = self._client.api.exec_create(
+                self._container.id,
+                ["python3", "-S", "-c", _DIGESTS, *files],
+                user=self._user,
+                workdir=WORKSPACE_MOUNT,
+            )["Id"]
+            out = self._client.api.exec_start(exec_id)
+            found = json.loads(out.decode("utf-8", "replace").strip().splitlines()[-1])
+        except _UNREADABLE:
+            return files  # cannot tell: each is sent again anyway; say so
+        return tuple(rel for rel in files if found.get(rel) != guard.digest(rel))
 
     def _remove_in_container(self, rels: list[str]) -> None:
         api = self._client.api
@@ -541,6 +561,27 @@ def _parse_trailer(data: bytes) -> dict[str, Any]:
             if isinstance(parsed, dict):
                 return parsed
     return {}
+
+
+_UNREADABLE: tuple[type[BaseException], ...] = (*DAEMON_ERRORS, ValueError, IndexError)
+#: Run in the container after a command (copied placement): each named fixture's sha256, or
+#: null where it is no longer a regular file reached without a link.
+_DIGESTS = """
+import hashlib, json, os, stat, sys
+out = {}
+for rel in sys.argv[1:]:
+    try:
+        if os.path.realpath(rel) != os.path.abspath(rel):
+            raise OSError
+        fd = os.open(rel, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise OSError
+            out[rel] = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        out[rel] = None
+print(json.dumps(out))
+"""
 
 
 def _uid_of(user: str) -> int:

@@ -34,11 +34,11 @@ from typing import IO, Literal
 import docker
 import docker.errors
 
+from policies.isolation import PLACEMENTS
+from policies.isolation import Placement as Asked
 from sandbox.errors import SandboxError
 
 Placement = Literal["mounted", "copied"]
-Asked = Literal["auto", "mounted", "copied"]
-PLACEMENTS: tuple[Asked, ...] = ("auto", "mounted", "copied")
 #: Set to "mounted" or "copied" to skip the probe (the configuration's `sandbox.placement`).
 PLACEMENT_ENV = "WORKER_SANDBOX_PLACEMENT"
 #: Owner of the control folder's files in a copied container: nobody, so that no process in the
@@ -50,12 +50,19 @@ NOT_SHARED = (
 )
 
 _known: dict[str, Placement] = {}
+_configured: list[Asked] = ["auto"]
 _lock = threading.Lock()
 
 
-def asked_placement(configured: str | None = None) -> Asked:
-    """What the user asked for: the environment variable, else the configuration, else auto."""
-    asked = os.environ.get(PLACEMENT_ENV) or configured or "auto"
+def configure(asked: Asked) -> None:
+    """The configuration's `sandbox.placement`, for every sandbox this process starts."""
+    _configured[0] = asked
+
+
+def asked_placement(given: str = "auto") -> Asked:
+    """What the user asked for: the environment variable, else `given` (a caller's own), else
+    the configuration's, else auto."""
+    asked = os.environ.get(PLACEMENT_ENV) or (given if given != "auto" else _configured[0])
     for known_one in PLACEMENTS:
         if asked == known_one:
             return known_one

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -47,6 +48,10 @@ class FixtureGuard:
     @property
     def files(self) -> tuple[str, ...]:
         return tuple(self._stamps)
+
+    def digest(self, rel: str) -> str:
+        """The sha256 of `rel`'s snapshot bytes (hex), to compare with a copy held elsewhere."""
+        return hashlib.sha256(self._original(rel)).hexdigest()
 
     def sweep(self) -> tuple[str, ...]:
         """The fixtures changed since the last sweep, each put back from the snapshot."""

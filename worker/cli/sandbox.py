@@ -124,6 +124,7 @@ def run_tests(args: argparse.Namespace) -> int:
     prepared = prepare(
         backend=args.backend,
         isolation=config.isolation,
+        placement=config.placement,
         repo=repo,
         image=image,
         toolchain=ecosystem.toolchain(repo, image=image, backend=args.backend)

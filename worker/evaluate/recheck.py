@@ -89,6 +89,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         limits=config.limits,
         progress=lambda _line: None,
         isolation=config.isolation,
+        placement=config.placement,
     )
     copy = Path(tempfile.mkdtemp(prefix="worker-eval-copy-"))
     try:

@@ -173,6 +173,7 @@ class FixRun:
             prepared = prepare(
                 backend=req.backend,
                 isolation=config.isolation,
+                placement=config.placement,
                 repo=req.repo,
                 image=config.image,
                 setup=choice.spec,
@@ -283,8 +284,13 @@ class FixRun:
         self.report.test_cmd = baseline.command  # what really ran, flags and all
         if self.request.backend == "docker":
             cap = self.request.config.limits.workspace_mb
-            how = "exact: a filesystem of its own" if session.workspace.capped else "approximate"
-            self.report.sandbox = f"{self.report.sandbox}; workspace write cap {cap} MB ({how})"
+            copied = session.box.placement == "copied"
+            exact = session.workspace.capped and not copied
+            how = "exact: a filesystem of its own" if exact else "approximate"
+            where = "copied into the container" if copied else "mounted from this machine"
+            self.report.sandbox = (
+                f"{self.report.sandbox}; working copy {where}; workspace write cap {cap} MB ({how})"
+            )
         self.report.durations["tests_before"] = round(time.monotonic() - started, 3)
         self.report.tests_before = tests_dict(baseline)
         self.trace.event("tests_before", command=baseline.command, headline=baseline.headline())
