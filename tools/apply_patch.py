@@ -111,6 +111,7 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         f"patch-{uuid.uuid4().hex[:12]}.diff", render_patch(files, modes=modes).encode()
     )
     result = ctx.box.run(_apply_script(staged), timeout_s=60)
+    ctx.box.pull(fp.path for fp in files)  # where the copy lives in the container
     mode = _mode(result.output)
     if mode is None:
         refused = _not_applied(files, originals, result.output)
@@ -119,6 +120,7 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
     if broken or _changes_no_code(files, originals, ctx):
         # Undone in the sandbox, then put back byte for byte by the host where it differs.
         ctx.box.run(f"{_GIT} -R {mode} {staged}", timeout_s=60)
+        ctx.box.pull(fp.path for fp in files)
         undone: dict[str, Any] = {"rolled_back": True, "restored_by_host": _restore(originals)}
         if broken:
             text = f"patch rolled back, nothing was changed: it breaks Python syntax.\n{broken}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -69,6 +70,11 @@ class Sandbox(Protocol):
         """Put a file where commands can read it; returns its path as commands see it."""
         ...
 
+    def pull(self, rels: Iterable[str]) -> None:
+        """Make `rels` of the workspace on this machine what commands left them as (for a
+        copy that lives in the container; nothing to do where commands write this one)."""
+        ...
+
 
 class SandboxBase:
     """What every backend shares; see the module docstring for what a backend supplies."""
@@ -113,6 +119,9 @@ class SandboxBase:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    def pull(self, rels: Iterable[str]) -> None:
+        """Nothing to do: commands write this machine's copy itself (see `Sandbox.pull`)."""
 
     def watch(self, guard: FixtureGuard) -> None:
         """Sweep `guard` after every command: each result names the fixtures it put back."""

@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
@@ -278,6 +279,22 @@ class DockerSandbox(SandboxBase):
                 raise self._loss() or SandboxError(
                     f"cannot update the sandbox's copy: {_say(exc)}"
                 ) from exc
+
+    def pull(self, rels: Iterable[str]) -> None:
+        """Copied: bring `rels` from the container's copy to the host copy (what a command
+        wrote there on the tools' behalf: `git apply`); nothing to do when mounted."""
+        if self.placement != "copied" or self._container is None:
+            return
+        rels = list(rels)
+        where.pull_paths(self._client, self._container.id, WORKSPACE_MOUNT, rels, self.workspace)
+        if self._sent is not None:
+            now = where.scan(self.workspace)
+            for rel in rels:
+                for key in (rel, *_parents(rel)):
+                    if key in now:
+                        self._sent[key] = now[key]
+                    else:
+                        self._sent.pop(key, None)
 
     def sync_back(self) -> None:
         """Copied: make the host copy hold what the commands wrote in the container's (set-up's
@@ -582,6 +599,11 @@ for rel in sys.argv[1:]:
         out[rel] = None
 print(json.dumps(out))
 """
+
+
+def _parents(rel: str) -> list[str]:
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _uid_of(user: str) -> int:

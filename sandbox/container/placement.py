@@ -218,3 +218,38 @@ def pull(client: docker.DockerClient, container_id: str, path: str, dest: Path) 
                     continue
                 if kept is not None:
                     tar.extract(kept, str(dest), set_attrs=not kept.isdir(), filter="fully_trusted")
+
+
+def pull_paths(
+    client: docker.DockerClient, container_id: str, root: str, rels: Iterable[str], dest: Path
+) -> None:
+    """Make each of `rels` in the host copy `dest` what it is in the container's copy at `root`:
+    its bytes, mode and kind (a link stays a link, if it stays inside), or gone where the
+    container has no such path."""
+    for rel in dict.fromkeys(rels):
+        host = dest / rel
+        try:
+            stream, _ = client.api.get_archive(container_id, f"{root}/{rel}")
+        except docker.errors.NotFound:
+            if host.is_symlink() or host.is_file():
+                host.unlink()
+            continue
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"cannot copy {rel} out of the sandbox: {exc.explanation}") from exc
+        with tempfile.TemporaryFile() as raw:
+            for chunk in stream:
+                raw.write(chunk)
+            raw.seek(0)
+            with tarfile.open(fileobj=raw, mode="r|") as tar:
+                member = next(iter(tar), None)
+                if member is None or not (member.isreg() or member.issym()):
+                    continue  # a folder or a device where a file was patched: left as it is
+                host.parent.mkdir(parents=True, exist_ok=True)
+                member.name = host.name
+                try:
+                    kept = tarfile.data_filter(member, str(host.parent))
+                except tarfile.FilterError:
+                    continue  # a link that leads out: never part of the host copy
+                if host.is_symlink() or host.is_file():
+                    host.unlink()
+                tar.extract(kept, str(host.parent), filter="fully_trusted")
