@@ -11,6 +11,7 @@ import docker
 from policies.isolation import HARDENED, Isolation, Placement
 from policies.limits import Limits
 from policies.paths import Protection
+from policies.secrets import NO_SECRETS, Secrets
 from sandbox.container.client import connect
 from sandbox.container.image import DEFAULT_IMAGE, ensure_image
 from sandbox.container.local_sandbox import LOCAL_SANDBOX_WARNING
@@ -36,6 +37,7 @@ class Prepared:
     setup_cached: bool = False
     setup: SetupResult | None = None
     image_built_s: float | None = None
+    secrets: Secrets = NO_SECRETS  # masked in every sandbox's output and logs
 
     def spec(
         self, *, limits: Limits, protect: Callable[[str], Protection | None] | None = None
@@ -49,6 +51,7 @@ class Prepared:
             isolation=self.isolation,
             protect=protect,
             overlay=self.tree_overlay,
+            secrets=self.secrets,
         )
 
     @property
@@ -69,11 +72,13 @@ def prepare(
     placement: Placement = "auto",
     toolchain: Toolchain | None = None,
     before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
+    secrets: Secrets = NO_SECRETS,
 ) -> Prepared:
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up; with
     no `image` named, the image of the `toolchain` the project's ecosystem chose (the Python,
     the Node it asks for: sandbox/ecosystems/), built once and said in one line;
-    `before_setup(client, image)` runs once the image is there, before the set-up does.
+    `before_setup(client, image)` runs once the image is there, before the set-up does;
+    `secrets` are masked in the output of every sandbox started from what this returns.
     `placement` is where containers keep the working copy (sandbox/container/placement.py)."""
     configure_placement(placement)
     if backend == "local":
@@ -87,6 +92,7 @@ def prepare(
             client=None,
             image="",
             pending_setup=setup.command if setup else None,
+            secrets=secrets,
         )
     if isolation.weakened():
         weakened = ", ".join(isolation.weakened())
@@ -123,6 +129,7 @@ def prepare(
         setup_cached=bool(done and done.cached),
         setup=done,
         image_built_s=built_s,
+        secrets=secrets,
     )
 
 

@@ -14,6 +14,7 @@ import docker
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
 from policies.paths import Protection
+from policies.secrets import NO_SECRETS, Secrets
 from sandbox.container.base import Sandbox, SandboxBase
 from sandbox.container.docker_sandbox import DockerSandbox
 from sandbox.container.local_sandbox import LocalSandbox
@@ -42,6 +43,8 @@ class BoxSpec:
     protect: Callable[[str], Protection | None] | None = None
     #: Files set-up wrote into the tree (sandbox/setup/tree.py), laid over each new copy.
     overlay: Path | None = None
+    #: Masked in every command's output and log (policies/secrets.py).
+    secrets: Secrets = NO_SECRETS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +65,23 @@ def make_box(
     labels: dict[str, str] | None = None,
 ) -> SandboxBase:
     """The sandbox `spec` describes (not started): a container, or host processes (weaker)."""
+    box = _backend_box(
+        spec, workspace=workspace, control_dir=control_dir, output_bytes=output_bytes,
+        log_dir=log_dir, labels=labels,
+    )  # fmt: skip
+    box.mask(spec.secrets)
+    return box
+
+
+def _backend_box(
+    spec: BoxSpec,
+    *,
+    workspace: Path,
+    control_dir: Path,
+    output_bytes: int,
+    log_dir: Path | None,
+    labels: dict[str, str] | None,
+) -> SandboxBase:
     if spec.backend == "local":
         return LocalSandbox(
             workspace=workspace,

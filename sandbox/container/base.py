@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Protocol
 
 from policies.limits import Limits
+from policies.secrets import NO_SECRETS, Secrets
 from sandbox.container.output import OutputCapture
 from sandbox.container.results import CommandResult
 from sandbox.errors import SandboxError, SandboxTimeSpent
@@ -99,6 +100,7 @@ class SandboxBase:
         self._used_s = 0.0
         self._count = 0
         self._guard: FixtureGuard | None = None
+        self._secrets = NO_SECRETS
 
     # -- lifecycle: the backend's start and close ------------------------------------------
 
@@ -126,6 +128,10 @@ class SandboxBase:
     def watch(self, guard: FixtureGuard) -> None:
         """Sweep `guard` after every command: each result names the fixtures it put back."""
         self._guard = guard
+
+    def mask(self, secrets: Secrets) -> None:
+        """Mask `secrets` in every later command's output and log (policies/secrets.py)."""
+        self._secrets = secrets
 
     # -- use ---------------------------------------------------------------------------------
 
@@ -160,7 +166,10 @@ class SandboxBase:
         self._count += 1
         log_path = self._log_dir / f"command-{self._count:03d}.log" if self._log_dir else None
         capture = OutputCapture(
-            keep_bytes=self._output_bytes, log_path=log_path, log_max_bytes=LOG_MAX_BYTES
+            keep_bytes=self._output_bytes,
+            log_path=log_path,
+            log_max_bytes=LOG_MAX_BYTES,
+            secrets=self._secrets,
         )
         started = time.monotonic()
         try:

@@ -1,4 +1,5 @@
-"""Collect a command's output: full log on disk (itself capped), head and tail in memory."""
+"""Collect a command's output: full log on disk (itself capped), head and tail in memory; the
+run's secrets masked in both (policies/secrets.py) before either sees a byte."""
 
 from __future__ import annotations
 
@@ -6,11 +7,21 @@ from collections import deque
 from pathlib import Path
 from typing import BinaryIO
 
+from policies.secrets import NO_SECRETS, Secrets
+
 
 class OutputCapture:
     """Keeps the first and last `keep_bytes // 2` bytes and writes everything to `log_path`."""
 
-    def __init__(self, *, keep_bytes: int, log_path: Path | None, log_max_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        keep_bytes: int,
+        log_path: Path | None,
+        log_max_bytes: int,
+        secrets: Secrets = NO_SECRETS,
+    ) -> None:
+        self._mask = secrets.stream()
         self._head_max = keep_bytes // 2
         self._tail_max = keep_bytes - self._head_max
         self._head = bytearray()
@@ -26,6 +37,13 @@ class OutputCapture:
 
     def feed(self, data: bytes) -> None:
         """Take the next chunk of output."""
+        self._take(self._mask.feed(data))
+
+    def _flush(self) -> None:
+        """Take what the mask held back: the output has ended."""
+        self._take(self._mask.flush())
+
+    def _take(self, data: bytes) -> None:
         if self._log is not None and self.total < self._log_max:
             self._log.write(data[: self._log_max - self.total])
         self.total += len(data)
@@ -41,6 +59,7 @@ class OutputCapture:
 
     def close(self) -> None:
         """Close the log file, noting if it was cut."""
+        self._flush()
         if self._log is not None:
             if self.total > self._log_max:
                 self._log.write(f"\n[log cut at {self._log_max} of {self.total} bytes]\n".encode())
@@ -49,10 +68,12 @@ class OutputCapture:
 
     @property
     def truncated(self) -> bool:
+        self._flush()
         return self.total > self._head_max + self._tail_max
 
     def text(self) -> str:
         """Head, a marker saying how much was cut and where the full log is, and tail."""
+        self._flush()
         tail = b"".join(self._tail)
         if not self.truncated:
             return (bytes(self._head) + tail).decode("utf-8", "replace")
