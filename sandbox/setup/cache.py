@@ -33,6 +33,7 @@ import docker.errors
 from policies.config import ENV_NAME
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from policies.secrets import Secrets
 from sandbox.container.docker_sandbox import DockerSandbox
 from sandbox.container.image import DEFAULT_IMAGE
 from sandbox.container.results import CommandResult
@@ -51,6 +52,7 @@ from sandbox.setup.network import (
     network_error_in,
     plan_network,
 )
+from sandbox.setup.secret_scan import SecretFound, find_secret
 from sandbox.setup.tree import added_files, ensure_on_host, manifest, store
 from sandbox.setup.tree_dirs import LINKS_LABEL, find_tree_dirs, make_deps_dir, move_tree_dirs
 from sandbox.worktree.workspace import SANDBOX_UID, make_run_dir, remove_dir, snapshot
@@ -102,6 +104,12 @@ FRESH_ENV = {"PIP_IGNORE_INSTALLED": "1"}
 SETUP_TMP = {"TMPDIR": "/var/tmp"}
 _NAME = re.compile(ENV_NAME)
 _URL_SECRET = re.compile(r"://[^/@\s]+@")
+#: The way out, named when set-up wrote a secret down.
+SECRET_WAY_OUT = (
+    "hand it to the tool in a variable it reads at install time (PIP_INDEX_URL; an .npmrc "
+    "line //host/:_authToken=${NPM_TOKEN}), never in a file: docs/configuration.md, "
+    "'Set-up secrets'"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,6 +176,23 @@ class SetupFailed(SandboxError):
         super().__init__(
             f"set-up command {how}, network {setup_network}: `{shown}`: {cause}{where}"
         )
+
+
+class SetupWroteSecret(SetupFailed):
+    """Set-up wrote a set-up-only variable's value into a file: nothing of that set-up is kept
+    (no image, no tree files); `str()` names the variable and the file, never the value."""
+
+    def __init__(
+        self, *, command: str, found: SecretFound, setup_network: str, log: Path | None
+    ) -> None:
+        SandboxError.__init__(
+            self,
+            f"set-up wrote the value of {found.name} into {found.path}: no set-up image kept; "
+            + SECRET_WAY_OUT,
+        )
+        self.command, self.tail, self.network_error = command, "", None
+        self.setup_network, self.timed_out, self.log = setup_network, False, log
+        self.found = found
 
 
 def setup_key(
@@ -273,6 +298,8 @@ def prepare_setup_image(
                 isolation=replace(isolation, network=spec.network != "none", read_only_root=False),
                 labels={"worker.phase": "setup"},
             )
+            secrets = _secrets(spec, env_source)
+            box.mask(secrets)  # in its output and its log
             stack.enter_context(box)
             if target is not None and target != "bridge":
                 attach(client, box.container_id, target)
@@ -283,11 +310,10 @@ def prepare_setup_image(
             env |= installer.env
             env |= version.env() if version else {}
             ran = box.run(spec.command, timeout_s=spec.timeout_s, env=env)
-            secrets = _secrets(spec, env_source)
-            log = keep_log(ran, kept / "setup.log", redact=secrets)
+            log = keep_log(ran, kept / "setup.log")
             refused = fence.refused_hosts() if fence else ()
             if not ran.ok:
-                raise _failure(spec, plan, ran, refused, secrets=secrets, log=log)
+                raise _failure(spec, plan, ran, refused, log=log)
             box.sync_back()  # a copy in the container: what set-up wrote comes back
             if refused:  # it did without them; the user may want to know all the same
                 progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
@@ -297,6 +323,14 @@ def prepare_setup_image(
             if installer.env or installer.tree_dirs:  # its caches: not for the image
                 box.run(f"rm -rf {CACHE_DIR}", timeout_s=300)
             found = added_files(before, manifest(workspace.path))
+            # Before anything is kept: a value only set-up had, written down, ends it here.
+            hit = find_secret(
+                client, box.container_id, secrets, tree=workspace.path, tree_files=found.files
+            )
+            if hit is not None:
+                raise SetupWroteSecret(
+                    command=spec.command, found=hit, setup_network=spec.network, log=log
+                )
             store(client, box.container_id, workspace.path, found, kept / "tree", links=moved)
             if moved:
                 progress(f"set-up: {', '.join(moved[:3])} kept in the image, linked from the tree")
@@ -396,10 +430,9 @@ def _failure(
     ran: CommandResult,
     refused: tuple[str, ...],
     *,
-    secrets: list[str],
     log: Path | None,
 ) -> SetupFailed:
-    output = _redact(ran.output, secrets)
+    output = ran.output  # the run's secrets masked already (the box's mask)
     try:
         whole = log.read_text(errors="replace") if log else output
     except OSError:
@@ -426,19 +459,16 @@ def _failure(
     )
 
 
-def _secrets(spec: SetupSpec, environ: Mapping[str, str]) -> list[str]:
-    """Values never to repeat: the named variables', and passwords inside index/proxy URLs."""
-    values = [environ[n] for n in spec.env_names if len(environ.get(n, "")) >= 4]
+def _secrets(spec: SetupSpec, environ: Mapping[str, str]) -> Secrets:
+    """Values never to repeat or keep: the named variables', and the credentials inside
+    index/proxy URLs."""
+    values = {n: environ[n] for n in spec.env_names if n in environ}
     for name in (*spec.installer.url_variables, *PROXY_VARIABLES):
-        for match in _URL_SECRET.finditer(environ.get(name, "")):
-            values.append(match.group(0)[3:-1])
-    return sorted(set(values), key=len, reverse=True)
-
-
-def _redact(text: str, secrets: list[str]) -> str:
-    for value in secrets:
-        text = text.replace(value, "****")
-    return text
+        for i, match in enumerate(_URL_SECRET.finditer(environ.get(name, ""))):
+            values[f"the credentials in {name}" + (f" ({i + 1})" if i else "")] = match.group(0)[
+                3:-1
+            ]
+    return Secrets.of(values)
 
 
 def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -70,13 +70,11 @@ def failure_cause(output: str) -> str:
     return ""
 
 
-def keep_log(ran: CommandResult, dest: Path, *, redact: list[str]) -> Path | None:
-    """The set-up's whole output (the values in `redact` replaced), written to `dest`; None
-    when it could not be written."""
+def keep_log(ran: CommandResult, dest: Path) -> Path | None:
+    """The set-up's whole output (its secrets masked as it ran: policies/secrets.py), written
+    to `dest`; None when it could not be written."""
     try:
         text = ran.log_path.read_text(errors="replace") if ran.log_path else ran.output
-        for value in redact:
-            text = text.replace(value, "****")
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     except OSError:
