@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from policies.secrets import NO_SECRETS, Secrets
+
 MAX_DIFF_CHARS = 60_000  # GitHub caps a step summary at 1 MiB and a PR body at 65,536 chars
 MAX_ID_CHARS = 200  # a test id longer than this is cut (a real one is well under)
 MAX_TEXT_CHARS = 2_000  # a reason longer than this is cut
@@ -150,12 +152,19 @@ def fenced(body: str, *, info: str = "") -> list[str]:
 
 
 def write_summary(
-    out: Path, report: dict[str, Any], environ: Mapping[str, str] | None = None
+    out: Path,
+    report: dict[str, Any],
+    environ: Mapping[str, str] | None = None,
+    *,
+    secrets: Secrets = NO_SECRETS,
 ) -> Path:
-    """Write out/summary.md from the report and fix.patch; out/page.html, when there, is named
-    and linked to the run's artifacts (from GitHub Actions' variables in `environ`)."""
+    """Write out/summary.md from the report and fix.patch, `secrets` masked in both;
+    out/page.html, when there, is named and linked to the run's artifacts (from GitHub
+    Actions' variables in `environ`)."""
+    report = secrets.mask_data(report)
     patch_path = report.get("patch")
     patch = Path(patch_path).read_text(encoding="utf-8") if patch_path else None
+    patch = secrets.mask_data(patch)
     path = out / "summary.md"
     page = PAGE if (out / PAGE).is_file() else None
     markdown = render_summary(report, patch, page=page, artifacts=artifacts_url(environ or {}))

@@ -24,6 +24,7 @@ from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
 from worker.errors import UsageError
 from worker.loop.trace import Trace
+from worker.run.fix import FixRequest
 from worker.run.report import RunReport
 from worker.show.write import write_pages
 
@@ -71,7 +72,8 @@ def run_ci(args: argparse.Namespace) -> int:
     if args.reruns < 0:
         raise UsageError(f"--reruns must be 0 or more, not {args.reruns}")
     request = make_request(args)
-    show = ProgressPrinter(quiet=True)  # CI logs: plain lines, one per event, never redrawn
+    # CI logs: plain lines, one per event, never redrawn
+    show = ProgressPrinter(quiet=True, secrets=request.secrets)
     report = new_report(request)
 
     def run(trace: Trace) -> str:
@@ -94,20 +96,26 @@ def run_ci(args: argparse.Namespace) -> int:
         request,
         report,
         run,
-        lambda: _finish(report, request.out, show, started, args),
+        lambda: _finish(report, request, show, started, args),
         ordinary=(EXIT_NOT_FIXED, EXIT_FLAKY_ONLY, EXIT_UNVERIFIED),
         argv=getattr(args, "argv", ()),
     )
 
 
 def _finish(
-    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
+    report: RunReport,
+    request: FixRequest,
+    show: ProgressPrinter,
+    started: float,
+    args: argparse.Namespace,
 ) -> int:
+    out, secrets = request.out, request.secrets
     report.durations["total"] = round(time.monotonic() - started, 3)
-    report.write(out / "report.json")
-    data = report.to_dict()
-    write_pages(out)  # page.html, named in the summary (the workflow uploads it)
-    summary = write_summary(out, data, os.environ)
+    report.write(out / "report.json", secrets=secrets)
+    data = report.to_dict(secrets=secrets)
+    # page.html, named in the summary (the workflow uploads it)
+    write_pages(out, secrets=secrets)
+    summary = write_summary(out, data, os.environ, secrets=secrets)
     append_step_summary(summary.read_text(encoding="utf-8"))
     write_outputs(ci_outputs(data, out))
     if args.json:

@@ -9,13 +9,12 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 from worker.cli.exit_codes import EXIT_NOT_FIXED
 from worker.cli.fix_request import make_request
 from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
-from worker.run.fix import FixRun
+from worker.run.fix import FixRequest, FixRun
 from worker.run.report import RunReport
 
 
@@ -23,7 +22,7 @@ def run_fix(args: argparse.Namespace) -> int:
     """Run `worker fix`; returns the exit code. Every ending is reported, then re-raised."""
     started = time.monotonic()
     request = make_request(args)
-    show = ProgressPrinter(quiet=args.quiet or args.json)
+    show = ProgressPrinter(quiet=args.quiet or args.json, secrets=request.secrets)
     report = new_report(request)
     report.durations["startup"] = _since_process_start()
     return run_reported(
@@ -36,7 +35,7 @@ def run_fix(args: argparse.Namespace) -> int:
             progress=show,
             client=getattr(args, "model_process", None),
         ).run(),
-        lambda: _finish(report, request.out, show, started, args),
+        lambda: _finish(report, request, show, started, args),
         ordinary=(EXIT_NOT_FIXED,),
         argv=getattr(args, "argv", ()),
     )
@@ -56,12 +55,17 @@ def _since_process_start() -> float:
 
 
 def _finish(
-    report: RunReport, out: Path, show: ProgressPrinter, started: float, args: argparse.Namespace
+    report: RunReport,
+    request: FixRequest,
+    show: ProgressPrinter,
+    started: float,
+    args: argparse.Namespace,
 ) -> int:
+    out = request.out
     report.durations["total"] = round(time.monotonic() - started, 3)
-    report.write(out / "report.json")
+    report.write(out / "report.json", secrets=request.secrets)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(report.to_dict(secrets=request.secrets), indent=2))
     else:
         fixed = "FIXED (verified)" if report.patch else "NOTHING TO FIX"
         verdict = {0: fixed, 1: "NOT FIXED"}.get(report.exit_code, report.status.upper())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
+from policies.secrets import run_secrets
 from sandbox.home import worker_home
 from sandbox.worktree.workspace import remove_dir
 from worker.cli.setup_flags import setup_overrides
@@ -76,6 +77,8 @@ def make_request(args: argparse.Namespace) -> FixRequest:
         test_timeout_s=args.test_timeout or config.limits.command_timeout_s,
         apply=args.apply,
         branch=args.branch,
+        # Registered once, here: masked in all the run writes or sends (policies/secrets.py).
+        secrets=run_secrets(config.setup_env, os.environ, api_key=not endpoint.local),
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
+from policies.secrets import NO_SECRETS, Secrets
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -12,10 +14,14 @@ if TYPE_CHECKING:
 
 
 class ProgressPrinter:
-    """Prints one line per step to stderr; colours and markup only on a terminal."""
+    """Prints one line per step to stderr, `secrets` masked; colours and markup only on a
+    terminal."""
 
-    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, *, quiet: bool = False, stream: TextIO | None = None, secrets: Secrets = NO_SECRETS
+    ) -> None:
         self._stream = stream or sys.stderr
+        self._secrets = secrets
         self._console: Console | None = None
         if not quiet and self._stream.isatty():
             # rich costs 0.15 s of start-up: loaded only when there is a terminal to colour.
@@ -25,6 +31,7 @@ class ProgressPrinter:
 
     def say(self, message: str) -> None:
         """A free-form line (phase changes, warnings)."""
+        message = self._secrets.mask(message)
         if self._console is None:
             self._line(message)
         else:
@@ -36,6 +43,7 @@ class ProgressPrinter:
             f"step {info.step:>2} {info.tool:<11} {info.target[:40]:<40} {info.outcome}"
             f"  [{info.tokens} tok, {info.elapsed_s:.0f}s]"
         )
+        line = self._secrets.mask(line)
         if self._console is None:
             self._line(line)
         else:

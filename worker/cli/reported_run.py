@@ -42,7 +42,7 @@ def run_reported(
     for the command line to say in one line. The trace starts with what `worker replay` needs:
     the command line (`argv`), the tree's hash, the endpoint's kind."""
     try:
-        with Trace(path=request.out / "trace.jsonl") as trace:
+        with Trace(path=request.out / "trace.jsonl", secrets=request.secrets) as trace:
             trace.event("run", **run_header(
                 argv=argv, repo=request.repo, out=request.out, model=request.endpoint.model,
                 local=request.endpoint.local, backend=request.backend,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import webbrowser
 from pathlib import Path
 
+from policies.secrets import run_secrets
 from worker.show.write import write_pages
 
 
@@ -18,7 +20,9 @@ def add_show_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Write the page, say where; 0."""
-    page = write_pages(args.run_dir.expanduser().resolve(), args.out)
+    # The run masked its own secrets; the API key this shell holds is masked here too.
+    secrets = run_secrets((), os.environ)
+    page = write_pages(args.run_dir.expanduser().resolve(), args.out, secrets=secrets)
     print(f"page: {page}")
     if args.open:
         webbrowser.open(page.resolve().as_uri())

@@ -9,6 +9,7 @@ passes.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 
 from policies.config import load_config
 from policies.paths import PathPolicy
+from policies.secrets import run_secrets
 from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.errors import SandboxError
 from sandbox.prepare import prepare
@@ -90,6 +92,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         progress=lambda _line: None,
         isolation=config.isolation,
         placement=config.placement,
+        secrets=run_secrets(config.setup_env, os.environ),  # masked in its command logs
     )
     copy = Path(tempfile.mkdtemp(prefix="worker-eval-copy-"))
     try:

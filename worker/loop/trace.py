@@ -13,6 +13,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from policies.secrets import NO_SECRETS, Secrets
 from worker.llm.types import ModelReply
 
 # 1: the header line; the `run` event (tree hash, command line, settings); `sample` and `second`
@@ -24,10 +25,12 @@ TRACE_VERSION = 2
 
 
 class Trace:
-    """Append-only JSONL writer (`with Trace(path=p) as trace: trace.event("tool_call", ...)`)."""
+    """Append-only JSONL writer (`with Trace(path=p) as trace: trace.event("tool_call", ...)`);
+    every string of every event has `secrets` masked."""
 
-    def __init__(self, *, path: Path | None) -> None:
+    def __init__(self, *, path: Path | None, secrets: Secrets = NO_SECRETS) -> None:
         self.path = path
+        self._secrets = secrets
         self._file: IO[str] | None = None
         self._start = time.monotonic()
 
@@ -56,7 +59,12 @@ class Trace:
         if self._file is None:
             return
         record = {"type": kind, "t": round(time.monotonic() - self._start, 3), **fields}
-        self._file.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+        line = json.dumps(record, default=str, ensure_ascii=False)
+        if self._secrets:  # on the data: a value JSON escapes differs in the line
+            line = json.dumps(
+                self._secrets.mask_data(json.loads(line)), default=str, ensure_ascii=False
+            )
+        self._file.write(line + "\n")
         self._file.flush()
 
 

@@ -21,6 +21,7 @@ import docker
 from policies.budgets import answer_cap
 from policies.config import WorkerConfig
 from policies.limits import edited_test_timeout
+from policies.secrets import NO_SECRETS, Secrets
 from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.ecosystems.base import Ecosystem
 from sandbox.ecosystems.python.choice import PythonChoice
@@ -38,6 +39,7 @@ from worker.llm.process import ModelProcess
 from worker.loop.trace import Trace
 from worker.run.clock import RunClock
 from worker.run.deliver import apply_to_worktree, commit_on_branch
+from worker.run.masked import MaskedModel
 from worker.run.preload import preloaded
 from worker.run.report import NOT_RERUN, RunReport, tests_dict
 from worker.search.profile import Profile, profile_for
@@ -86,6 +88,8 @@ class FixRequest:
     test_timeout_s: float
     apply: bool = False
     branch: str | None = None
+    #: The set-up-only variables' values and the API key: masked in all the run writes or sends.
+    secrets: Secrets = NO_SECRETS
 
 
 class Progress(Protocol):
@@ -181,6 +185,7 @@ class FixRun:
                 progress=self.progress.say,
                 toolchain=toolchain,
                 before_setup=check_python,
+                secrets=req.secrets,
             )
         except SetupFailed as exc:
             setup["error"] = str(exc)
@@ -325,7 +330,7 @@ class FixRun:
         opening, sources = self._opening(session, baseline, registry, context)
         price = req.price
         agent = Agent(
-            model=model,
+            model=MaskedModel(model=model, secrets=req.secrets),
             env=env,
             budgets=config.budgets,
             trace=self.trace,

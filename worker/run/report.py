@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonschema
 
+from policies.secrets import NO_SECRETS, Secrets
 from sandbox.testrun.run import TestRun
 
 STATUS_FOR_EXIT = {
@@ -71,11 +72,13 @@ class RunReport:
         self.status = STATUS_FOR_EXIT.get(exit_code, "not_fixed")
         self.reason = reason
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self, *, secrets: Secrets = NO_SECRETS) -> dict[str, Any]:
+        """The report as plain data, `secrets` masked in every string."""
+        return secrets.mask_data(asdict(self))
 
-    def write(self, path: Path) -> None:
-        data = self.to_dict()
+    def write(self, path: Path, *, secrets: Secrets = NO_SECRETS) -> None:
+        """report.json, `secrets` masked (policies/secrets.py)."""
+        data = self.to_dict(secrets=secrets)
         # Our own schema, checked against its meta-schema by the tests: not again on every
         # write (jsonschema.validate does, 35 ms of the run's last moments).
         schema = report_schema()

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from policies.secrets import NO_SECRETS, Secrets
+
 # Events of one step besides its model call and tool calls, drawn as one line each.
 NOTES = frozenset(
     {"second_choice", "undone", "claim", "verification", "sample_focus", "sample_undone",
@@ -60,8 +62,9 @@ class RunView:
         return [s for s in steps if s.call is not None or s.events]
 
 
-def load_run(folder: Path) -> RunView:
-    """Read a `worker fix` or `worker ci` output folder; whatever is absent is said in
+def load_run(folder: Path, *, secrets: Secrets = NO_SECRETS) -> RunView:
+    """Read a `worker fix` or `worker ci` output folder, `secrets` masked in all of it (the
+    run masked its own; fix.patch is the code as it is); whatever is absent is said in
     `missing`, never raised."""
     missing: list[str] = []
     report = _json_file(folder / "report.json", missing)
@@ -98,11 +101,11 @@ def load_run(folder: Path) -> RunView:
     )
     view = RunView(
         folder=folder,
-        report=report,
-        events=events,
-        patch=patch,
+        report=secrets.mask_data(report),
+        events=secrets.mask_data(events),
+        patch=secrets.mask_data(patch),
         missing=missing,
-        setup_log=setup_log,
+        setup_log=secrets.mask_data(setup_log),
     )
     if events and not any(e.get("type") == "model_call" for e in events):
         missing.append("no model call: the run ended before the model was asked")

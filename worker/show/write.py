@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from policies.secrets import NO_SECRETS, Secrets
 from worker.errors import UsageError
 from worker.show.eval_index import link, read_results, render_index, task_folders
 from worker.show.page import render_run
@@ -17,9 +18,9 @@ def is_eval(folder: Path) -> bool:
     return (folder / "results.json").is_file() and (folder / "tasks").is_dir()
 
 
-def write_pages(folder: Path, out: Path | None = None) -> Path:
-    """The page of `folder` (for an eval, its index, with each task's page beside its run);
-    returns the page to open."""
+def write_pages(folder: Path, out: Path | None = None, *, secrets: Secrets = NO_SECRETS) -> Path:
+    """The page of `folder` (for an eval, its index, with each task's page beside its run),
+    `secrets` masked; returns the page to open."""
     if not folder.is_dir():
         raise UsageError(f"not a folder: {folder}")
     if is_eval(folder):
@@ -27,7 +28,7 @@ def write_pages(folder: Path, out: Path | None = None) -> Path:
         links = {}
         for task_id, run in task_folders(folder).items():
             page = run / PAGE
-            _write(page, render_run(load_run(run)))
+            _write(page, render_run(load_run(run, secrets=secrets)))
             links[task_id] = link(index, page)
         _write(index, render_index(read_results(folder), links))
         return index
@@ -37,7 +38,7 @@ def write_pages(folder: Path, out: Path | None = None) -> Path:
             "folder) nor results.json (a worker eval --out folder)"
         )
     page = out or folder / PAGE
-    _write(page, render_run(load_run(folder)))
+    _write(page, render_run(load_run(folder, secrets=secrets)))
     return page
 
 
