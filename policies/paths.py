@@ -49,7 +49,9 @@ TEST_GLOBS: tuple[str, ...] = (
 #: Test and CI configuration, and git internals: not writable by default. Node's: the test
 #: script and runner sections of package.json (the whole file), the runners' configuration,
 #: the TypeScript and Babel set-up the tests compile with, the lockfiles and what picks the
-#: registry and the Node version (a fix that changes how the tests run is not a fix).
+#: registry and the Node version (a fix that changes how the tests run is not a fix). Go's:
+#: go.mod, go.sum and vendor/ (a fix that changes the module's dependencies is not a bug fix),
+#: go.work and its sum (which modules a build uses).
 DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/pytest.ini",
     "**/tox.ini",
@@ -80,6 +82,11 @@ DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/.nvmrc",
     "**/.node-version",
     "**/.tool-versions",
+    "**/go.mod",
+    "**/go.sum",
+    "**/go.work",
+    "**/go.work.sum",
+    "**/vendor/**",
     ".github/**",
     ".gitlab-ci.yml",
     ".circleci/**",

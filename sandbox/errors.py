@@ -42,6 +42,16 @@ class WrongNode(ProjectEnvironmentError):
     setup-node): the message names what was asked and what exists."""
 
 
+class WrongGo(ProjectEnvironmentError):
+    """The module asks for a Go no source here has (go.mod's `go` directive or `toolchain`
+    line): the message names what was asked and what exists."""
+
+
+class GoUnavailable(SandboxError):
+    """No Go can be had: the package index did not answer and nothing is cached, or what it
+    served is not what it listed (a size over the cap, a sha256 mismatch)."""
+
+
 class NodeUnavailable(SandboxError):
     """No Node can be had: the registry did not answer and nothing is cached, or what it
     served is not what it listed (a size over the cap, an integrity mismatch)."""

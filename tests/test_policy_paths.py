@@ -128,9 +128,9 @@ def test_links_to_outside_are_refused_for_read_and_write(repo: Path, target: str
 
 
 def test_paths_through_a_directory_link_to_outside_are_refused(repo: Path, tmp_path: Path) -> None:
-    os.symlink(tmp_path / "outside_dir", repo / "vendor")
-    assert refusal(PathPolicy(), repo, "vendor/f.py").rule == "link-outside-root"
-    assert refusal(PathPolicy(), repo, "vendor/new.py", write=True).rule == "link-outside-root"
+    os.symlink(tmp_path / "outside_dir", repo / "lib")  # not vendor/: Go's, never writable
+    assert refusal(PathPolicy(), repo, "lib/f.py").rule == "link-outside-root"
+    assert refusal(PathPolicy(), repo, "lib/new.py", write=True).rule == "link-outside-root"
     os.symlink("/", repo / "rootfs")
     assert refusal(PathPolicy(), repo, "rootfs/etc/passwd").rule == "link-outside-root"
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from sandbox.ecosystems.base import Ecosystem, NoTestCommand
+from sandbox.ecosystems.go.ecosystem import GO
 from sandbox.ecosystems.node.ecosystem import NODE
 from sandbox.ecosystems.python.ecosystem import PYTHON
 from sandbox.errors import SandboxUsageError
 
-ECOSYSTEMS: tuple[Ecosystem, ...] = (PYTHON, NODE)
+ECOSYSTEMS: tuple[Ecosystem, ...] = (PYTHON, NODE, GO)
 
 
 def ecosystem_running(test_cmd: str) -> Ecosystem | None:

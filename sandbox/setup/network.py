@@ -375,9 +375,12 @@ def _remove_network(net: Any) -> None:
 
 
 def _index_urls(value: str) -> list[str]:
-    """URLs in a variable: space-separated, uv's `name=url` form too."""
+    """URLs in a variable: space-separated, uv's `name=url` form too; GOPROXY's list, split at
+    `,` and `|`, without its `direct` and `off`."""
     urls = []
-    for item in value.split():
+    for item in re.split(r"[\s,|]+", value.strip()):
+        if item in ("", "direct", "off"):
+            continue
         name, eq, rest = item.partition("=")
         urls.append(rest if eq and "://" not in name else item)
     return urls

@@ -1,0 +1,1 @@
+"""Go modules behind the ecosystem seam (sandbox/ecosystems/go/ecosystem.py)."""

@@ -1,0 +1,223 @@
+"""Go modules behind the ecosystem seam (sandbox/ecosystems/base.py): recognised by go.mod;
+tested by `go test ./...`, run with `-json` so that the go command writes one outcome per test
+(subtests included) to a report path the tests cannot predict; in an image of the Go the module
+asks for (sandbox/ecosystems/go/choice.py, image.py). See docs/go-tests.md."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
+from sandbox.ecosystems.go.choice import GoChoice, choose_go
+from sandbox.ecosystems.go.gomod import go_version, read_go_mod
+from sandbox.ecosystems.go.image import GoImage, ensure_go_image
+from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
+from sandbox.ecosystems.go.testjson import parse_go_test_json
+from sandbox.setup.plan import SetupPlan
+from sandbox.testrun.junit import TestSummary
+from sandbox.worktree.repo_files import RepoFiles
+
+if TYPE_CHECKING:
+    import docker
+
+MARKERS = ("go.mod",)
+TEST_COMMAND = "go test ./..."
+#: `go test` flags that take the next word as their value (`-run X`); `-x=y` is one word.
+VALUE_FLAGS = frozenset(
+    "run skip timeout tags count p parallel cpu coverprofile coverpkg covermode bench "
+    "benchtime blockprofile blockprofilerate cpuprofile memprofile memprofilerate mutexprofile "
+    "mutexprofilefraction outputdir trace shuffle fuzz fuzztime fuzzminimizetime list exec o "
+    "ldflags gcflags asmflags mod modfile overlay pgo vet C toolexec buildmode compiler "
+    "installsuffix pkgdir".split()
+)
+_SHELL = re.compile(r"[;&|<>`$(){}\\\n]")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+#: `file.go:42` and `file.go:42:7` in a failure's text (compiler errors, t.Errorf, panics).
+_FRAME = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w.-]+\.go):(\d+)")
+
+
+@dataclass(kw_only=True)
+class GoToolchain:
+    """The Go chosen for a module as the seam's `Toolchain`: its image, built once."""
+
+    choice: GoChoice
+    built: GoImage | None = None
+
+    @property
+    def image(self) -> str:
+        return self.built.name if self.built is not None else self.choice.image
+
+    def ensure(
+        self, client: docker.DockerClient, *, progress: Callable[[str], None]
+    ) -> float | None:
+        self.built = ensure_go_image(
+            client,
+            version=self.choice.image_version,
+            needs=go_version(self.choice.needs) if self.choice.needs else None,
+            progress=progress,
+        )
+        return self.built.built_s
+
+    def describe(self, built_s: float | None = None) -> str:
+        built = self.built
+        return self.choice.describe(built.go if built else None, built.built_s if built else None)
+
+    def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]:
+        built = self.built
+        return self.choice.to_dict(
+            built=built.go if built else None, built_s=built.built_s if built else None
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoTestCommand:
+    """A `go test` command split into its words: the `VAR=value` prefix, the flags, and the
+    package patterns (`./...`)."""
+
+    assignments: tuple[str, ...]
+    flags: tuple[str, ...]
+    packages: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, test_cmd: str) -> GoTestCommand | None:
+        """None for anything but a plain `go test ...` (a pipe, `&&`, a variable: left to its
+        exit code)."""
+        if _SHELL.search(test_cmd):
+            return None
+        try:
+            words = shlex.split(test_cmd)
+        except ValueError:
+            return None
+        assignments = []
+        while words and _ASSIGNMENT.match(words[0]):
+            assignments.append(words.pop(0))
+        if words[:2] != ["go", "test"]:
+            return None
+        flags: list[str] = []
+        packages: list[str] = []
+        rest = iter(words[2:])
+        for word in rest:
+            if word == "-args":
+                return None  # the rest is the test binary's: not ours to rewrite
+            if word.startswith("-"):
+                flags.append(word)
+                name = word.lstrip("-")
+                if "=" not in name and name in VALUE_FLAGS:
+                    flags.append(next(rest, ""))
+            else:
+                packages.append(word)
+        return cls(assignments=tuple(assignments), flags=tuple(flags), packages=tuple(packages))
+
+    def command(self, ids: Sequence[str], *, report: str) -> str:
+        """`go test -json ...` writing its events to `report`; with `ids`, the packages of the
+        ids and a -run of their top-level tests (a superset: the verdict reads the ids)."""
+        flags = [f for f in self.flags if f not in ("-json", "-json=true")]
+        packages = list(self.packages) or ["."]
+        if ids:
+            flags = _without_run(flags)
+            folders = dict.fromkeys(i.partition("::")[0] for i in ids)
+            packages = [_pattern(f) for f in folders]
+            names = dict.fromkeys(i.partition("::")[2].split("/")[0] for i in ids if "::" in i)
+            if names and "" not in names:
+                flags += ["-run", "^(" + "|".join(re.escape(n) for n in names) + ")$"]
+        words = [*self.assignments, "go", "test", "-json", *flags, *packages]
+        return f"{shlex.join(words)} > {report}"
+
+
+def _without_run(flags: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for flag in flags:
+        if skip:
+            skip = False
+            continue
+        name = flag.lstrip("-")
+        if name in ("run", "skip"):
+            skip = True
+            continue
+        if name.startswith(("run=", "skip=")):
+            continue
+        out.append(flag)
+    return out
+
+
+def _pattern(folder: str) -> str:
+    if folder in (".", ""):
+        return "."
+    if folder.startswith(("/", ".")) or "." in folder.split("/")[0]:
+        return folder  # a path already, or an import path outside the module (a domain)
+    return "./" + folder
+
+
+class Go:
+    """The Go ecosystem (see the module docstring)."""
+
+    name = "go"
+    markers: tuple[str, ...] = MARKERS
+
+    def recognises(self, repo: Path) -> bool:
+        return RepoFiles(repo).exists("go.mod")
+
+    def runs(self, test_cmd: str) -> bool:
+        try:
+            words = shlex.split(test_cmd)
+        except ValueError:
+            return False
+        words = [w for w in words if not _ASSIGNMENT.match(w)]
+        return words[:2] == ["go", "test"]
+
+    def test_command(self, repo: Path) -> str | None:
+        return TEST_COMMAND if self.recognises(repo) else None
+
+    def instrument(
+        self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
+    ) -> Instrumented | None:
+        """The command with `-json`, its standard output (the go command's events, never the
+        tests' own: docs/go-tests.md) into a fresh /tmp path; ids by the module's folders."""
+        parsed = GoTestCommand.parse(test_cmd)
+        if parsed is None:
+            return None
+        report = f"/tmp/worker-report-{secrets.token_hex(8)}"
+        mod = read_go_mod(workspace)
+        module = mod.module if mod else None
+        env = {} if RepoFiles(workspace).exists("vendor/modules.txt") else {"GOFLAGS": "-mod=mod"}
+        return Instrumented(
+            command=parsed.command(ids, report=report),
+            env=env,
+            report_path=report,
+            read_report=lambda data: parse_go_test_json(data, module=module),
+            report_kind="go test -json",
+        )
+
+    def infer_setup(self, repo: Path) -> SetupPlan:
+        return infer_go_setup(repo)
+
+    def toolchain(self, repo: Path, *, image: str | None, backend: str) -> GoToolchain | None:
+        """The Go the module asks for (sandbox/ecosystems/go/choice.py); None when an image is
+        named or the backend is the host's own."""
+        if image or backend != "docker":
+            return None
+        return GoToolchain(choice=choose_go(repo))
+
+    def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
+        if modules := missing_modules(run.result.output):
+            more = f" (and {len(modules) - 1} more)" if len(modules) > 1 else ""
+            return f"{modules[0]}{more}; {setup_said}"
+        return None
+
+    def suspect_frames(self, text: str) -> list[tuple[str, int]]:
+        return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(text)]
+
+    def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
+        """CI's `go test -json` log (the report these runs read too); ValueError otherwise."""
+        mod = read_go_mod(repo)
+        return parse_go_test_json(data, module=mod.module if mod else None)
+
+
+GO = Go()

