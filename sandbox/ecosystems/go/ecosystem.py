@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
 from sandbox.ecosystems.go.choice import GoChoice, choose_go
 from sandbox.ecosystems.go.gomod import go_version, read_go_mod
-from sandbox.ecosystems.go.image import GoImage, ensure_go_image
+from sandbox.ecosystems.go.image import GoImage, ensure_go_image, seed_command
 from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
 from sandbox.ecosystems.go.testjson import parse_go_test_json
 from sandbox.setup.plan import SetupPlan
@@ -179,7 +179,8 @@ class Go:
         self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
     ) -> Instrumented | None:
         """The command with `-json`, its standard output (the go command's events, never the
-        tests' own: docs/go-tests.md) into a fresh /tmp path; ids by the module's folders."""
+        tests' own: docs/go-tests.md) into a fresh /tmp path; ids by the module's folders. An
+        empty build cache is first filled from the image's seed (image.py: seed_command)."""
         parsed = GoTestCommand.parse(test_cmd)
         if parsed is None:
             return None
@@ -188,7 +189,7 @@ class Go:
         module = mod.module if mod else None
         env = {} if RepoFiles(workspace).exists("vendor/modules.txt") else {"GOFLAGS": "-mod=mod"}
         return Instrumented(
-            command=parsed.command(ids, report=report),
+            command=f"{seed_command()}; {parsed.command(ids, report=report)}",
             env=env,
             report_path=report,
             read_report=lambda data: parse_go_test_json(data, module=module),
