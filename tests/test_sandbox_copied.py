@@ -11,6 +11,7 @@ import pytest
 from policies.limits import Limits
 from policies.paths import PathPolicy
 from sandbox.container.placement import PLACEMENT_ENV
+from sandbox.errors import SandboxError
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
 
@@ -138,3 +139,46 @@ def test_staged_files_reach_the_container(make_repo, open_sandbox, tmp_path: Pat
     path = session.box.stage("plugin.py", b"VALUE = 7\n")
     assert session.box.run(f"cat {path}").output == "VALUE = 7\n"
     assert session.box.run(f"echo x > {path}").exit_code != 0
+
+
+def test_a_same_named_folder_that_is_not_ours_means_copied(
+    make_repo, docker_client, sandbox_image, tmp_path, monkeypatch
+):
+    """A daemon that mounts a folder of the copy's name that does not hold what the worker
+    wrote (another machine's): caught at the first command, which runs in a copied sandbox."""
+    from sandbox.container import placement
+    from sandbox.container.docker_sandbox import DockerSandbox
+    from sandbox.worktree.workspace import snapshot
+
+    theirs = tmp_path / "theirs"  # the daemon's folder of that name: empty of what we wrote
+    theirs.mkdir()
+
+    class ElsewhereSandbox(DockerSandbox):
+        def _start_in(self, where):
+            if where != "mounted":
+                return super()._start_in(where)
+            ours, self.control_dir = self.control_dir, theirs
+            try:
+                super()._start_in(where)
+            finally:
+                self.control_dir = ours
+
+    monkeypatch.delenv(PLACEMENT_ENV)
+    monkeypatch.setattr(placement, "_known", {})
+    ws = snapshot(make_repo({"a.txt": "from the repo\n"}), tmp_path / "copy")
+    box = ElsewhereSandbox(
+        client=docker_client, image=sandbox_image, workspace=ws.path,
+        control_dir=tmp_path / "control", limits=Limits(),
+    )  # fmt: skip
+    with box:
+        assert box.placement == "mounted"
+        r = box.run("cat a.txt")
+        assert r.output == "from the repo\n" and box.placement == "copied"
+    assert placement.known(docker_client) == "copied"  # the next sandbox skips the probe
+    monkeypatch.setenv(PLACEMENT_ENV, "mounted")
+    forced = ElsewhereSandbox(
+        client=docker_client, image=sandbox_image, workspace=ws.path,
+        control_dir=tmp_path / "control2", limits=Limits(),
+    )  # fmt: skip
+    with forced, pytest.raises(SandboxError, match="does not see this machine's files"):
+        forced.run("cat a.txt")
