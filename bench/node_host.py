@@ -82,11 +82,15 @@ def _mocha_before(tree: Path, version: tuple[int, int]) -> bool:
 
 def read_report(fmt: str, data: bytes, *, root: str) -> tuple[dict[str, str], dict[str, int]]:
     """Outcome by test id ("passed", "failed", "error", "skipped"), and counts by outcome, as
-    the sandbox reads the same report (ValueError when it is not one of `fmt`)."""
+    the sandbox reads the same report (ValueError when it is not one of `fmt`). A name two
+    tests share is failing when either fails, as the sandbox's `failing` list says."""
     summary = parse_report(fmt, data, root=root)
     counts = {"passed": summary.passed, "failed": summary.failed, "errors": summary.errors,
               "skipped": summary.skipped}  # fmt: skip
-    return dict(summary.outcomes), counts
+    outcomes = dict(summary.outcomes)
+    for failure in summary.failures:
+        outcomes[failure.test_id] = "error" if failure.kind == "error" else "failed"
+    return outcomes, counts
 
 
 @dataclass(frozen=True, kw_only=True)

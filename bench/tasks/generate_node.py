@@ -243,7 +243,7 @@ def sandbox_check(cache: Path, *, timeout_s: float = 1800.0) -> int:
             command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=timeout_s
         )
         summary = json.loads(done.stdout[done.stdout.index("{") :]) if "{" in done.stdout else {}
-        failing = sorted(summary.get("failing") or [])
+        failing = sorted(set(summary.get("failing") or []))
         counts = summary.get("counts") or {}
         passed = counts.get("passed")
         same = failing == sorted(task["fail_to_pass"]) and passed == want
