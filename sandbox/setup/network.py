@@ -238,7 +238,9 @@ class ProxyFence:
             )
             subnet = self._net.attrs["IPAM"]["Config"][0]["Subnet"]
             self._write_config(subnet)
-            self._container = self._sidecar(copied=where.known(self._client) == "copied")
+            asked = where.asked_placement()
+            known = where.known(self._client) if asked == "auto" else asked
+            self._container = self._sidecar(copied=known == "copied")
             self._client.networks.get(self._egress).connect(self._container)
         except docker.errors.NotFound as exc:
             raise SandboxError(f"set-up network: {_say(exc)}") from exc
@@ -274,7 +276,7 @@ class ProxyFence:
                 environment={},
             )
         except docker.errors.APIError as exc:
-            if copied or not where.bind_refused(exc):
+            if copied or not where.bind_refused(exc) or where.asked_placement() == "mounted":
                 raise
             where.remember(self._client, "copied")
             return self._sidecar(copied=True)
