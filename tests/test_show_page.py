@@ -1,6 +1,7 @@
 """`worker show` end to end: real `worker fix` runs (scripted model, real sandbox) drawn as one
-HTML page, loaded by a real headless browser (Debian's chromium): what the page shows, that a
-trace holding `<script>` and `<img onerror>` runs nothing, and that runs ended by a budget, an
+HTML page, loaded by a real headless browser (Debian's chromium): what the page shows (each
+failing test as the model was shown it, the first message the model got), that a trace
+holding `<script>` and `<img onerror>` runs nothing, and that runs ended by a budget, an
 environment error, a signal or a kill still render and say what is missing."""
 
 from __future__ import annotations
@@ -50,26 +51,41 @@ def browser(page: Path, profile: Path, *, screenshot: Path | None = None) -> str
 
 
 class Elements(HTMLParser):
-    """Every element's tag in a DOM, and its text."""
+    """Every element's tag in a DOM, and its text; each <details>: open or not, its summary."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: list[str] = []
         self.text: list[str] = []
         self.title = ""
-        self._in_title = False
+        self.details: list[tuple[bool, str]] = []
+        self._in_title = self._in_summary = False
 
     def handle_starttag(self, tag, attrs):
         self.tags.append(tag)
         self._in_title = tag == "title"
+        if tag == "details":
+            self.details.append((any(name == "open" for name, _ in attrs), ""))
+        self._in_summary = self._in_summary or tag == "summary"
 
     def handle_endtag(self, tag):
         self._in_title = False
+        if tag == "summary":
+            self._in_summary = False
 
     def handle_data(self, data):
         self.text.append(data)
         if self._in_title:
             self.title += data
+        if self._in_summary and self.details:
+            opened, summary = self.details[-1]
+            self.details[-1] = (opened, summary + data)
+
+    def section(self, heading: str) -> str:
+        """The text from `heading` to the next heading-like section: the words after it."""
+        words = " ".join(self.text)
+        start = words.index(heading)
+        return words[start : start + 20_000]
 
 
 def parsed(dom: str) -> Elements:
@@ -129,6 +145,53 @@ def test_page_of_a_hostile_run_shows_everything_and_runs_nothing(make_repo, tmp_
     assert "calc-1" in words and "Resolved 1 of 1" in words
     assert 'href="tasks/calc-1/fix/page.html"' in index.read_text()
     assert (eval_out / "tasks" / "calc-1" / "fix" / "page.html").is_file()
+
+
+TWO_BUGS = {
+    "calc.py": BUGGY["calc.py"] + "\n\ndef add(a, b):\n    return a - b\n",
+    "tests/test_calc.py": (
+        "from calc import add, mean\n\n\ndef test_mean():\n"
+        f"    assert mean([2, 4, 6]) == 4, {HOSTILE!r}\n\n\n"
+        "def test_add():\n    for n in range(40):\n        print(f'line {n} of the output')\n"
+        "    assert add(2, 3) == 5\n"
+    ),
+    "conftest.py": "",
+}
+
+
+def test_page_shows_each_failing_test_as_the_model_was_shown_it(make_repo, tmp_path):
+    # One edit fixes mean and leaves add failing; the step budget ends the run there.
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(make_repo(TWO_BUGS), tmp_path / "out", "--max-steps", "1",
+                       base_url=server.base_url)  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 1, proc.stderr
+    elements = parsed(browser(show(tmp_path / "out"), tmp_path / "profile"))
+    assert "script" not in elements.tags and "img" not in elements.tags
+    assert "PWNED" not in elements.title
+    before = elements.section("Tests before any change")
+    before = before[: before.index("The first message the model got")]
+    # Each failing test's assertion, as the model was shown it; the hostile one as text.
+    assert "FAILURE tests/test_calc.py::test_mean: AssertionError: " in before
+    assert HOSTILE in before and "assert 6.0 == 4" in before
+    assert "FAILURE tests/test_calc.py::test_add: assert -1 == 5" in before
+    assert "line 39 of the output" in before
+    # A short failure is open; a long one (40 lines of output) collapsed, its summary the
+    # assertion, so that it still says what failed.
+    failures = {summary.split(": ", 1)[0]: opened for opened, summary in elements.details
+                if summary.startswith(("FAILURE", "ERROR"))}  # fmt: skip
+    assert failures == {"FAILURE tests/test_calc.py::test_mean": True,
+                        "FAILURE tests/test_calc.py::test_add": False}  # fmt: skip
+    assert any("assert -1 == 5" in summary and not opened for opened, summary in elements.details)
+    # The first message: the goal, the same failures, the code they use.
+    first = elements.section("The first message the model got")
+    assert "Goal: make the failing tests pass" in first and "def mean(values):" in first
+    # The last run: add still fails, as the model saw it after its edit.
+    after = elements.section("Tests at the end of the run")
+    assert "1 passed, 1 failed" in after and "step 1's apply_patch" in after
+    assert "FAILURE tests/test_calc.py::test_add: assert -1 == 5" in after
+    assert "test_mean:" not in after[: after.index("Steps (")]
+    assert "the whole output: the end of run/logs/" in after
 
 
 def _budget(repo: Path, out: Path) -> None:

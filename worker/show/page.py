@@ -1,7 +1,8 @@
-"""The HTML page of one run: verdict, baseline, steps (samples and second choices grouped),
-the final patch, a timeline. Self-contained (inline CSS, no script, no font, no request; a
-Content-Security-Policy that allows none), and every string from the run escaped: a trace is
-hostile input (a test may print `<script>`)."""
+"""The HTML page of one run: verdict, timeline, the tests before any change and at the end
+(each failing test's text as the model was shown it), the first message the model got, steps
+(samples and second choices grouped), the final patch. Self-contained (inline CSS, no script,
+no font, no request; a Content-Security-Policy that allows none), and every string from the run
+escaped: a trace is hostile input (a test may print `<script>`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import json
 from html import escape
 from typing import Any
 
+from worker.show.failures import Shown, baseline_shown, last_shown
 from worker.show.view import RunView, Step
 
 LONG_LINES = 20  # an observation longer than this starts collapsed
 MAX_SHOWN = 200_000  # characters of one text shown at most (the rest is in the run's files)
+MAX_FAILURE = 20_000  # characters of one failing test's text shown at most
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = "\n".join(
     [
@@ -33,6 +36,8 @@ STYLE = "\n".join(
         ".hunk{color:#0550ae}",
         ".note{color:#555;margin:.2em 0}",
         ".missing{background:#fff4e5;padding:.5em 1em}",
+        "details.failure{margin:.3em 0}",
+        "details.failure>summary{cursor:pointer}",
         ".bar{display:flex;height:1.4em;border-radius:4px;overflow:hidden;margin:.3em 0}",
         ".bar span{display:block;height:100%}",
         "table{border-collapse:collapse}",
@@ -72,7 +77,8 @@ def render_run(view: RunView) -> str:
         body.append('<div class="missing" id="missing"><b>Not in this run\'s outputs:</b><ul>')
         body += [f"<li>{esc(m)}</li>" for m in view.missing]
         body.append("</ul></div>")
-    body += _facts(view) + _timeline(view) + _setup(view) + _baseline(view) + _ci(report)
+    body += _facts(view) + _timeline(view) + _setup(view) + _baseline(view)
+    body += _first_message(view) + _at_the_end(view) + _ci(report)
     steps = view.steps()
     body.append(f'<h2 id="steps">Steps ({sum(s.call is not None for s in steps)} model calls)</h2>')
     body += [_step(s) for s in steps] or ['<p class="note">No step was recorded.</p>']
@@ -167,16 +173,97 @@ def _setup(view: RunView) -> list[str]:
 
 
 def _baseline(view: RunView) -> list[str]:
+    """The tests before any change: the headline, and each failing test's text as the first
+    message showed it."""
     before = (view.report or {}).get("tests_before") or {}
     event = view.first("tests_before") or {}
-    out = ["<h2>Tests before any change</h2>"]
+    out = ['<h2 id="tests-before">Tests before any change</h2>']
     headline = before.get("headline") or event.get("headline")
     out.append(f"<p>{esc(headline or 'not recorded: the run ended before the tests ran')}</p>")
-    failing = before.get("failing") or []
-    if failing:
-        out.append(
-            "<ul>" + "".join(f"<li><code>{esc(t, 500)}</code></li>" for t in failing) + "</ul>"
-        )
+    failing = [str(t) for t in before.get("failing") or []]
+    out += _failures(failing, baseline_shown(view.events, failing))
+    return out + _log(view, "tests_before")
+
+
+def _at_the_end(view: RunView) -> list[str]:
+    """The last test run: its headline, and each failing test's text as the model last saw it."""
+    if view.report is None:
+        return []
+    after = view.report.get("tests_after")
+    out = ['<h2 id="tests-after">Tests at the end of the run</h2>']
+    if not isinstance(after, dict):
+        said = after if isinstance(after, str) else "not recorded: no test ran after a change"
+        return [*out, f"<p>{esc(said)}</p>"]
+    out.append(f"<p>{esc(after.get('headline') or 'no headline recorded')}</p>")
+    failing = [str(t) for t in after.get("failing") or []]
+    out += _failures(failing, last_shown(view.events, failing))
+    return out + _log(view, "tests_after")
+
+
+def _failures(failing: list[str], shown: Shown | None) -> list[str]:
+    """Each failing test with the text the model was shown of it (collapsed when long); the
+    ids alone where the trace holds no such text."""
+    if not failing and shown is None:
+        return []
+    if shown is None:
+        items = "".join(f"<li><code>{esc(t, 500)}</code></li>" for t in failing)
+        return [f"<ul>{items}</ul>"] if items else []
+    if not shown.blocks:  # no per-test report: the output the model was shown, whole
+        out = [f'<p class="meta">What the model was shown, in {esc(shown.where)}:</p>']
+        if failing:
+            out.append("<ul>" + "".join(f"<li><code>{esc(t, 500)}</code></li>" for t in failing))
+            out.append("</ul>")
+        return [*out, _collapsed(shown.text.strip("\n"), "the output")]
+    out = [f'<div class="failures"><p class="meta">Each failing test as the model was shown it, '
+           f"in {esc(shown.where)}:</p>"]  # fmt: skip
+    for test_id in failing:
+        block = shown.blocks.get(test_id)
+        if block is None:
+            out.append(f'<p class="note"><code>{esc(test_id, 500)}</code>: not shown to the '
+                       "model (its text is in the log below)</p>")  # fmt: skip
+        else:
+            out.append(_collapsed(block, None))
+    return [*out, "</div>"]
+
+
+def _collapsed(text: str, label: str | None) -> str:
+    """A text in a <details>: open when short; its summary is `label` or the text's first line
+    (a failure's `FAILURE id: message`), so that a collapsed one still says what failed."""
+    lines = text.count("\n") + 1
+    first = text.split("\n", 1)[0]
+    summary = esc(label, 300) if label else f"<code>{esc(first, 500)}</code>"
+    opened = " open" if lines < LONG_LINES and len(text) <= MAX_FAILURE else ""
+    return (f'<details class="failure"{opened}><summary>{summary} '
+            f'<span class="meta">({lines} lines)</span></summary>'
+            f"<pre>{esc(text, MAX_FAILURE)}</pre></details>")  # fmt: skip
+
+
+def _log(view: RunView, key: str) -> list[str]:
+    """The end of a test run's whole output, collapsed, where the run's folder keeps it."""
+    if key not in view.test_logs:
+        return []
+    name, text = view.test_logs[key]
+    return [f"<details><summary>the whole output: the end of {esc(name, 300)}</summary>"
+            f"<pre>{esc(text)}</pre></details>"]  # fmt: skip
+
+
+def _first_message(view: RunView) -> list[str]:
+    """The first message the model got (the goal, the failing tests, the files, the code they
+    use), and the system prompt before it."""
+    prompt = view.first("prompt")
+    if prompt is None or not isinstance(prompt.get("task"), str):
+        return []
+    task = str(prompt["task"])
+    lines = task.count("\n") + 1
+    opened = " open" if lines < LONG_LINES else ""
+    out = ['<h2 id="first-message">The first message the model got</h2>',
+           f'<details id="first-message-text"{opened}><summary>the user message '
+           f'<span class="meta">({lines} lines, {len(task)} characters)</span></summary>'
+           f"<pre>{esc(task)}</pre></details>"]  # fmt: skip
+    if isinstance(prompt.get("system"), str):
+        tools = ", ".join(str(t) for t in prompt.get("tools") or [])
+        out.append(f"<details><summary>the system prompt before it (tools: {esc(tools, 500)})"
+                   f"</summary><pre>{esc(prompt['system'])}</pre></details>")  # fmt: skip
     return out
 
 

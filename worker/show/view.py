@@ -5,11 +5,16 @@ events grouped into steps. Read only; nothing here trusts what it reads."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from policies.secrets import NO_SECRETS, Secrets
+
+TEST_RUNS = ("tests_before", "tests_after")  # the report's test runs whose logs the page shows
+LOG_TAIL = 50_000  # bytes of a test run's log read at most: its end
 
 # Events of one step besides its model call and tool calls, drawn as one line each.
 NOTES = frozenset(
@@ -41,6 +46,9 @@ class RunView:
     patch: str | None
     missing: list[str]
     setup_log: str | None = None  # the set-up's whole output (setup.log), where it was kept
+    # The end of each test run's whole output, by the report's key (tests_before, tests_after):
+    # its file's name in the folder and its last LOG_TAIL bytes, where the run kept it.
+    test_logs: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def header(self) -> dict[str, Any]:
@@ -99,6 +107,7 @@ def load_run(folder: Path, *, secrets: Secrets = NO_SECRETS) -> RunView:
     setup_log = (
         log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else None
     )
+    test_logs = {key: log for key in TEST_RUNS if (log := _test_log(folder, report, key))}
     view = RunView(
         folder=folder,
         report=secrets.mask_data(report),
@@ -106,6 +115,7 @@ def load_run(folder: Path, *, secrets: Secrets = NO_SECRETS) -> RunView:
         patch=secrets.mask_data(patch),
         missing=missing,
         setup_log=secrets.mask_data(setup_log),
+        test_logs={k: (name, secrets.mask_data(text)) for k, (name, text) in test_logs.items()},
     )
     if events and not any(e.get("type") == "model_call" for e in events):
         missing.append("no model call: the run ended before the model was asked")
@@ -123,3 +133,37 @@ def _json_file(path: Path, missing: list[str]) -> dict[str, Any] | None:
         missing.append(f"{path.name}: not readable JSON")
         return None
     return data if isinstance(data, dict) else None
+
+
+def _test_log(folder: Path, report: dict[str, Any] | None, key: str) -> tuple[str, str] | None:
+    """The end of a test run's log, where the report names one inside the run's folder (as
+    written, under its `out_dir`, wherever the folder is now): its name there and its text.
+    No link is followed, nothing outside the folder read."""
+    tests = (report or {}).get(key)
+    out_dir = (report or {}).get("out_dir")
+    if not isinstance(tests, dict) or not isinstance(tests.get("log"), str):
+        return None
+    if not isinstance(out_dir, str):
+        return None
+    try:
+        rel = Path(tests["log"]).relative_to(out_dir)
+    except ValueError:
+        return None
+    if not rel.parts or any(part in ("", ".", "..") for part in rel.parts):
+        return None
+    path = folder
+    for part in rel.parts[:-1]:
+        path = path / part
+        if path.is_symlink() or not path.is_dir():
+            return None
+    try:
+        fd = os.open(path / rel.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        file.seek(max(0, info.st_size - LOG_TAIL))
+        text = file.read(LOG_TAIL).decode("utf-8", errors="replace")
+    return rel.as_posix(), text
