@@ -1,6 +1,6 @@
 """`worker show` end to end: real `worker fix` runs (scripted model, real sandbox) drawn as one
 HTML page, loaded by a real headless browser (Debian's chromium): what the page shows (each
-failing test as the model was shown it, the first message the model got), that a trace
+failing test as the model was shown it, the first message, where the time went), that a trace
 holding `<script>` and `<img onerror>` runs nothing, and that runs ended by a budget, an
 environment error, a signal or a kill still render and say what is missing."""
 
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.test_fix_cli import BUGGY, GOOD_PATCH, fix_command, fix_env, run_fix
-from worker.llm.scripted_server import ScriptedServer, tool_call
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
+from worker.replay.llama_stand_in import launcher
 
 pytestmark = pytest.mark.docker
 
@@ -192,6 +193,27 @@ def test_page_shows_each_failing_test_as_the_model_was_shown_it(make_repo, tmp_p
     assert "FAILURE tests/test_calc.py::test_add: assert -1 == 5" in after
     assert "test_mean:" not in after[: after.index("Steps (")]
     assert "the whole output: the end of run/logs/" in after
+
+
+@pytest.mark.local_model  # the run checks the pulled weights
+def test_the_bundled_model_servers_start_is_named_where_the_time_went(make_repo, tmp_path):
+    # The bundled model's settings with llama-server's answers scripted: one fixing replace.
+    fix = {"path": "calc.py", "old": "    return sum(values) / (len(values) - 1)",
+           "new": "    return sum(values) / len(values)"}  # fmt: skip
+    engine, _ = launcher(tmp_path / "engine", script=[
+        text(json.dumps({"tool": "replace", "arguments": fix}))])  # fmt: skip
+    env = {k: v for k, v in fix_env().items() if k not in ("OPENAI_API_KEY", "WORKER_MODEL")}
+    command = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(make_repo(BUGGY)),
+               "--out", str(tmp_path / "out"), "--model", "local", "--quiet"]  # fmt: skip
+    proc = subprocess.run(command, env={**env, "WORKER_LLAMA_SERVER": str(engine)},
+                          capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    durations = json.loads((tmp_path / "out" / "report.json").read_text())["durations"]
+    assert 0 < durations["model_start"] < durations["total"]
+    words = parsed(browser(show(tmp_path / "out"), tmp_path / "profile")).section(
+        "Where the time went"
+    )
+    assert f"model start {durations['model_start']:.1f} s" in words
 
 
 def _budget(repo: Path, out: Path) -> None:

@@ -228,9 +228,12 @@ class FixRun:
         return SETUP_LOG
 
     def open_model(self, stack: contextlib.ExitStack, client: ModelProcess) -> ModelProcess:
-        """The model client; for the bundled model, its server too (stopped with the stack)."""
+        """The model client; for the bundled model, its server too (stopped with the stack),
+        and how long that took (the weights checked, llama-server up) as `model_start`."""
         if self.request.endpoint.local:
+            started = time.monotonic()
             client.connect(**self._client_options(stack.enter_context(self._local_server())))
+            self.report.durations["model_start"] = round(time.monotonic() - started, 3)
         return client
 
     def _client_options(self, base_url: str | None) -> dict[str, Any]:

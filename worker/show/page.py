@@ -44,8 +44,8 @@ STYLE = "\n".join(
         "td,th{border:1px solid #ddd;padding:.2em .5em}",
     ]
 )
-COLOURS = {"setup": "#c6dafc", "tests": "#fbd38d", "model": "#9ae6b4", "tools": "#d6bcfa",
-           "verification": "#feb2b2", "other": "#e2e8f0"}  # fmt: skip
+COLOURS = {"setup": "#c6dafc", "tests": "#fbd38d", "model start": "#c4f1f9", "model": "#9ae6b4",
+           "tools": "#d6bcfa", "verification": "#feb2b2", "other": "#e2e8f0"}  # fmt: skip
 
 
 def esc(value: object, limit: int = MAX_SHOWN) -> str:
@@ -123,7 +123,8 @@ def _facts(view: RunView) -> list[str]:
 
 
 def _timeline(view: RunView) -> list[str]:
-    """Where the time went: set-up, tests, model, tools, verification, the rest."""
+    """Where the time went: set-up, tests, the model server's start (the bundled model's),
+    model, tools, verification, the rest."""
     durations = (view.report or {}).get("durations") or {}
     calls = [e for e in view.events if e.get("type") == "model_call"]
     tools = [e for e in view.events if e.get("type") == "tool_call"]
@@ -131,6 +132,7 @@ def _timeline(view: RunView) -> list[str]:
     parts = {
         "setup": _num(durations.get("setup")),
         "tests": _num(durations.get("tests_before")) + _num(durations.get("locate")),
+        "model start": _num(durations.get("model_start")),
         "model": _num(durations.get("model")) or sum(_num(e.get("duration_s")) for e in calls),
         "tools": sum(_num(e.get("duration_s")) for e in tools),
         "verification": sum(_num(e.get("duration_s")) for e in checks),
