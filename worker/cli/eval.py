@@ -11,7 +11,8 @@ from sandbox.container.client import connect
 from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED
 from worker.cli.loop_flags import LOOP_FLAGS, add_loop_arguments
 from worker.errors import UsageError
-from worker.evaluate.batch import BatchResult, EvalBatch, EvalBudget, EvalSettings
+from worker.evaluate.batch import EvalBatch
+from worker.evaluate.books import BatchResult, Books, EvalBudget, EvalSettings, FixSettings
 from worker.evaluate.cluster import ClusterEval, ClusterSettings, import_ray
 from worker.evaluate.results import write_results
 from worker.evaluate.tasks import load_tasks
@@ -87,8 +88,7 @@ def run_eval(args: argparse.Namespace) -> int:
         out=out,
         workers=args.workers,
         redo=args.redo,
-        fix_flags=tuple(_fix_flags(args)),
-        fix_timeout_s=args.timeout,
+        fix=FixSettings(flags=tuple(_fix_flags(args)), timeout_s=args.timeout, model=args.model),
         budget=EvalBudget(
             max_tokens=args.max_total_tokens,
             max_cost_usd=args.max_total_cost,
@@ -99,6 +99,7 @@ def run_eval(args: argparse.Namespace) -> int:
     def publish(result: BatchResult) -> None:
         write_results(out, tasks, result)
 
+    books = Books(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
     batch: EvalBatch | ClusterEval
     if args.ray is not None:
         cluster = ClusterSettings(
@@ -107,11 +108,9 @@ def run_eval(args: argparse.Namespace) -> int:
             max_in_flight=args.max_in_flight,
             image=args.image,
         )
-        batch = ClusterEval(
-            tasks=tasks, settings=settings, cluster=cluster, say=_say, on_outcome=publish
-        )
+        batch = ClusterEval(tasks=tasks, books=books, cluster=cluster)
     else:
-        batch = EvalBatch(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
+        batch = EvalBatch(books=books)
     try:
         result = batch.run()
     except KeyboardInterrupt:

@@ -5,7 +5,9 @@ The driver packs every task's tree into Ray's object store before the first task
 relies on a filesystem shared with the nodes), pins each attempt to a checked node, sorts
 failures (a node's fault is retried elsewhere, up to `retries`; a task that ended on its own
 never is), enforces the batch budget over the whole cluster, commits each task once through the
-ledger, and ends with a sweep on every node that held a task.
+ledger, and ends with a sweep on every node that held a task. What is done, spent and committed
+is kept by the books (books.py) the local scheduler keeps too; the nodes answer in wire.py's
+types.
 """
 
 from __future__ import annotations
@@ -14,24 +16,27 @@ import logging
 import shutil
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from worker.errors import UsageError
 from worker.evaluate import on_node
-from worker.evaluate.batch import (
-    BatchResult,
-    EvalSettings,
-    describe_outcome,
-    outcome_from_report,
-)
+from worker.evaluate.batch import outcome_from_report
+from worker.evaluate.books import BatchResult, Books
 from worker.evaluate.cluster_nodes import Node, NodeTable
-from worker.evaluate.ledger import Ledger, LedgerState, new_attempt_id, new_eval_id
 from worker.evaluate.node_model import NodeModel
 from worker.evaluate.outcome import TaskOutcome
 from worker.evaluate.tasks import EvalTask, materialize
+from worker.evaluate.wire import (
+    FixAnswer,
+    ModelStarted,
+    ModelStopped,
+    NodeCheck,
+    RecheckAnswer,
+    SweepAnswer,
+)
 
 #: Seconds without any node able to run a sandbox before the eval gives up waiting for one.
 NO_NODE_WAIT_S = 60.0
@@ -50,9 +55,13 @@ class ClusterSettings:
     image: str | None = None
 
 
+#: What a pending reference is the answer of (model: a node's bundled-model server started).
+Kind = Literal["check", "fix", "recheck", "model"]
+
+
 @dataclass(kw_only=True)
 class _Pending:
-    kind: str  # check, fix, recheck, sweep, model (a node's bundled-model server started)
+    kind: Kind
     node: Node
     task: EvalTask | None = None
     attempt: str = ""
@@ -75,20 +84,14 @@ class ClusterEval:
     stopped it, or no node can run a sandbox."""
 
     def __init__(
-        self,
-        *,
-        tasks: Sequence[EvalTask],
-        settings: EvalSettings,
-        cluster: ClusterSettings,
-        say: Callable[[str], None],
-        on_outcome: Callable[[BatchResult], None] = lambda _result: None,
+        self, *, tasks: Sequence[EvalTask], books: Books, cluster: ClusterSettings
     ) -> None:
         self._tasks = {t.id: t for t in tasks}
-        self._settings = settings
+        self._books = books
+        self._settings = books.settings
         self._cluster = cluster
-        self._say = say
-        self._on_outcome = on_outcome
-        self._result = BatchResult(outcomes={t.id: None for t in tasks})
+        self._say = books.say
+        self._result = books.result
         self._nodes = NodeTable()
         self._pending: dict[Any, _Pending] = {}
         self._todo: deque[str] = deque()
@@ -97,14 +100,8 @@ class ClusterEval:
         self._tries: dict[str, int] = {}  # attempts this driver made, per task
         self._avoid: dict[str, set[str]] = {}
         self._attempts: dict[str, list[dict[str, Any]]] = {}
-        self._numbers: dict[str, int] = {}
-        self._spent_tokens = 0
-        self._spent_cost = 0.0
-        self._started = time.monotonic()
-        self._eval_id = ""
         # With --model local: one bundled-model server per node that runs tasks, by node id
         # (the actor, and the reference to its start's answer, which each fix there waits on).
-        self._bundled = _bundled(settings.fix_flags)
         self._models: dict[str, tuple[Any, Any]] = {}
 
     @property
@@ -115,10 +112,9 @@ class ClusterEval:
         ray = import_ray()
         ray.init(address=self._cluster.address, logging_level=logging.WARNING, log_to_driver=False)
         try:
-            with Ledger(out=self._settings.out) as ledger:
-                self._ledger = ledger
+            with self._books:
                 self._remote = _remotes(ray)
-                self._resume(ledger.read())
+                self._pack()
                 try:
                     self._loop(ray)
                 except BaseException:
@@ -133,31 +129,16 @@ class ClusterEval:
 
     # -- start and resume -----------------------------------------------------------------
 
-    def _resume(self, state: LedgerState) -> None:
-        self._eval_id = state.eval_id or new_eval_id()
-        if state.eval_id is None:
-            self._ledger.append({"event": "eval", "eval": self._eval_id})
-        if self._settings.redo and state.results:
-            self._ledger.append({"event": "redo"})
-            state = LedgerState(eval_id=self._eval_id, attempts=state.attempts)
-        self._numbers = dict(state.attempts)
-        for task_id in self._tasks:
-            done = state.results.get(task_id)
-            self._result.outcomes[task_id] = done
-            if done is None:
-                self._todo.append(task_id)
-            else:
-                line = f"{task_id}: done before ({describe_outcome(done)}); --redo runs it again"
-                self._say(line)
-        if state.duplicates:
-            self._note_duplicates(state.duplicates)
+    def _pack(self) -> None:
+        """What the books say is not done, each task's tree packed before any task starts."""
+        self._todo.extend(task.id for task in self._books.todo())
+        self._note_duplicates(self._books.duplicates)
         for task_id in self._todo:  # every tree travels as data, packed before any task starts
             task = self._tasks[task_id]
             repo = materialize(task, into=self._settings.out / "repos" / task.id)
             self._trees[task_id] = self._ray_put(on_node.pack_tree(repo))
-        self._say(
-            f"eval {self._eval_id}: packed {len(self._trees)} task trees into the object store"
-        )
+        packed = f"packed {len(self._trees)} task trees into the object store"
+        self._say(f"eval {self._books.eval_id}: {packed}")
 
     def _ray_put(self, data: bytes) -> Any:
         return import_ray().put(data)
@@ -207,10 +188,10 @@ class ClusterEval:
             fix_phases["recheck_queued"] = round(pending.sent - answered, 3)
             node.running += 1
             ref = self._on(node, self._remote["recheck"]).remote(
-                pending.task.to_dict(),
+                pending.task,
                 self._trees[pending.task.id],
                 pending.outcome.patch,
-                eval_id=self._eval_id,
+                eval_id=self._books.eval_id,
                 attempt=pending.attempt,
             )
             self._pending[ref] = pending
@@ -219,13 +200,7 @@ class ClusterEval:
             in_flight = sum(1 for p in self._pending.values() if p.kind in ("fix", "recheck"))
             if in_flight + len(self._rechecks) >= cap:
                 return
-            spent = self._settings.budget.exceeded(
-                tokens=self._spent_tokens,
-                cost_usd=self._spent_cost,
-                seconds=time.monotonic() - self._started,
-            )
-            if spent is not None:
-                self._stop(spent)
+            if self._books.over_budget() is not None:
                 return
             task_id = self._todo[0]
             node = self._nodes.pick(avoid=self._avoid.get(task_id, set()))
@@ -235,25 +210,18 @@ class ClusterEval:
             self._start_attempt(self._tasks[task_id], node)
 
     def _start_attempt(self, task: EvalTask, node: Node) -> None:
-        number = self._numbers.get(task.id, 0) + 1
-        self._numbers[task.id] = number
+        attempt, number = self._books.start_attempt(task.id, node=node.name)
         self._tries[task.id] = self._tries.get(task.id, 0) + 1
-        attempt = new_attempt_id(number)
-        self._ledger.append(
-            {"event": "attempt", "task": task.id, "attempt": attempt, "n": number,
-             "node": node.name}
-        )  # fmt: skip
         self._say(f"{task.id}: attempt {number} on {node.name}")
         node.running += 1
         node.held_tasks = True
         ref = self._on(node, self._remote["fix"]).remote(
-            task.to_dict(),
+            task,
             self._trees[task.id],
-            eval_id=self._eval_id,
+            eval_id=self._books.eval_id,
             attempt=attempt,
-            fix_flags=list(self._settings.fix_flags),
-            fix_timeout_s=self._settings.fix_timeout_s,
-            model=self._model_on(node) if self._bundled else None,
+            fix=self._settings.fix,
+            model=self._model_on(node) if self._settings.fix.bundled else None,
         )
         self._pending[ref] = _Pending(
             kind="fix", node=node, task=task, attempt=attempt, sent=time.time()
@@ -281,45 +249,47 @@ class ClusterEval:
             node.running = max(0, node.running - 1)
         try:
             answer = ray.get(ref)
-            if pending.kind in ("fix", "recheck"):
-                pending.phases[pending.kind] = _phases(pending.sent, answer.get("phases") or {})
         except ray.exceptions.RayTaskError as exc:  # our own code failed on the node
             self._answer_failed(pending, _line(exc.cause if exc.cause else exc), node_fault=False)
             return
         except ray.exceptions.RayError as exc:  # the node, its worker or the object is gone
             self._answer_failed(pending, _line(exc), node_fault=True)
             return
-        if pending.kind == "check":
+        if isinstance(answer, NodeCheck):
             self._checked(node, answer)
-        elif pending.kind == "fix":
+        elif isinstance(answer, FixAnswer):
+            pending.phases["fix"] = _phases(pending.sent, answer.phases)
             self._fixed(pending, answer)
-        elif pending.kind == "recheck":
+        elif isinstance(answer, RecheckAnswer):
+            pending.phases["recheck"] = _phases(pending.sent, answer.phases)
             self._rechecked(pending, answer)
+        else:
+            raise TypeError(f"a node answered a {pending.kind} with {type(answer).__name__}")
 
     def _model_started(self, ray: Any, ref: Any, node: Node) -> None:
         try:
-            answer = ray.get(ref)
+            answer: ModelStarted = ray.get(ref)
         except ray.exceptions.RayError as exc:
-            answer = {"why": _line(exc)}
-        if answer.get("url"):
+            answer = ModelStarted(why=_line(exc))
+        if answer.url:
             self._say(
-                f"node {node.name}: bundled model server at {answer['url']} (pid "
-                f"{answer['pid']}), shared by its tasks"
+                f"node {node.name}: bundled model server at {answer.url} (pid "
+                f"{answer.pid}), shared by its tasks"
             )
         else:
             self._say(
-                f"node {node.name}: its bundled model server did not start ({answer.get('why')});"
+                f"node {node.name}: its bundled model server did not start ({answer.why});"
                 " its tasks start their own"
             )
 
-    def _checked(self, node: Node, answer: dict[str, Any]) -> None:
+    def _checked(self, node: Node, answer: NodeCheck) -> None:
         if node.state != "checking":
             return
-        if answer.get("ok"):
+        if answer.ok:
             node.state = "ok"
             self._say(f"node {node.name} passed the self-check ({node.capacity} CPUs)")
         else:
-            node.state, node.why = "refused", str(answer.get("why", ""))
+            node.state, node.why = "refused", answer.why
             self._say(f"node {node.name} refused: {node.why}; it gets no task")
 
     def _answer_failed(self, pending: _Pending, why: str, *, node_fault: bool) -> None:
@@ -336,11 +306,7 @@ class ClusterEval:
             self._recheck_node(node)
             return
         self._record(task.id, pending, f"failed: {why}")
-        outcome = TaskOutcome(id=task.id, status="eval_error", exit_code=-1, reason=why)
-        outcome.attempts = list(self._attempts.get(task.id, []))
-        self._result.outcomes[task.id] = outcome  # not in the ledger: a resume runs it again
-        self._result.ran += 1
-        self._on_outcome(self._result)
+        self._books.failed(task, why, attempts=self._attempts.get(task.id, []))
         self._say(f"{task.id}: eval error: {why}")
 
     def _recheck_node(self, node: Node) -> None:
@@ -355,9 +321,7 @@ class ClusterEval:
         """A node's fault: the attempt is over; the task runs again elsewhere if it may."""
         task = pending.task
         assert task is not None
-        self._ledger.append(
-            {"event": "lost", "task": task.id, "attempt": pending.attempt, "why": why}
-        )
+        self._books.ended("lost", task.id, pending.attempt, why=why)
         self._record(task.id, pending, f"lost: {why}")
         self._avoid.setdefault(task.id, set()).add(pending.node.id)
         if self._tries.get(task.id, 0) <= self._cluster.retries:
@@ -366,67 +330,56 @@ class ClusterEval:
         else:
             self._say(f"{task.id}: attempt on {pending.node.name} lost ({why}); no retry left")
 
-    def _fixed(self, pending: _Pending, answer: dict[str, Any]) -> None:
+    def _fixed(self, pending: _Pending, answer: FixAnswer) -> None:
         task = pending.task
         assert task is not None
         where = self._attempt_dir(task.id, pending.attempt)
         began = time.monotonic()
-        if answer.get("fix"):
-            on_node.unpack_tree(answer["fix"], where / "fix")
+        if answer.fix:
+            on_node.unpack_tree(answer.fix, where / "fix")
         pending.phases["fix"]["driver_unpack"] = round(time.monotonic() - began, 3)
         pending.phases["fix"]["answered"] = time.time()
         where.mkdir(parents=True, exist_ok=True)
-        (where / "fix.log").write_bytes(answer.get("log", b""))
-        outcome = outcome_from_report(task, where / "fix", answer["exit_code"], answer["seconds"])
-        self._spent_tokens += outcome.tokens  # a lost attempt's spend counts too
-        self._spent_cost += outcome.cost_usd or 0.0
-        if answer.get("node_fault"):
-            self._lost(pending, str(answer["node_fault"]))
+        (where / "fix.log").write_bytes(answer.log)
+        outcome = outcome_from_report(task, where / "fix", answer.exit_code, answer.seconds)
+        self._books.spend(outcome)  # a lost attempt's spend counts too
+        if answer.node_fault:
+            self._lost(pending, answer.node_fault)
             return
         pending.outcome = outcome
         self._rechecks.append(pending)
 
-    def _rechecked(self, pending: _Pending, answer: dict[str, Any]) -> None:
+    def _rechecked(self, pending: _Pending, answer: RecheckAnswer) -> None:
         task, outcome = pending.task, pending.outcome
         assert task is not None and outcome is not None
         where = self._attempt_dir(task.id, pending.attempt)
-        if answer.get("logs"):
-            on_node.unpack_tree(answer["logs"], where / "recheck")
-        outcome.resolved = bool(answer["recheck"].get("resolved"))
-        outcome.recheck = answer["recheck"]
-        outcome.recheck_seconds = answer["seconds"]
+        if answer.logs:
+            on_node.unpack_tree(answer.logs, where / "recheck")
+        outcome.resolved = answer.verdict.resolved
+        outcome.recheck = answer.verdict.to_dict()
+        outcome.recheck_seconds = answer.seconds
         self._record(task.id, pending, "result")
         outcome.attempts = list(self._attempts[task.id])
         self._commit(task, pending.attempt, outcome)
 
     def _commit(self, task: EvalTask, attempt: str, outcome: TaskOutcome) -> None:
         """The first complete result of a task is its result; a later one is kept apart."""
-        if self._result.outcomes.get(task.id) is not None:
-            self._ledger.append(
-                {"event": "result", "task": task.id, "attempt": attempt,
-                 "outcome": outcome.to_dict()}
-            )  # fmt: skip
-            self._note_duplicates([(task.id, attempt)])
-            return
-        self._ledger.append(
-            {"event": "result", "task": task.id, "attempt": attempt, "outcome": outcome.to_dict()}
-        )
-        task_dir = self._settings.out / "tasks" / task.id
         where = self._attempt_dir(task.id, attempt)
-        for name in ("fix", "fix.log", "recheck"):
-            target = task_dir / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            else:
-                target.unlink(missing_ok=True)
-            if (where / name).exists():
-                (where / name).rename(target)
-        shutil.rmtree(where, ignore_errors=True)
-        outcome.write(task_dir)
-        self._result.outcomes[task.id] = outcome
-        self._result.ran += 1
-        self._on_outcome(self._result)
-        self._say(f"{task.id}: {describe_outcome(outcome)}")
+
+        def place() -> None:  # the attempt's files become the task's
+            task_dir = self._settings.task_dir(task.id)
+            for name in ("fix", "fix.log", "recheck"):
+                target = task_dir / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink(missing_ok=True)
+                if (where / name).exists():
+                    (where / name).rename(target)
+            shutil.rmtree(where, ignore_errors=True)
+
+        if not self._books.commit(task, attempt, outcome, place=place):
+            self._note_duplicates([(task.id, attempt)])
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -444,9 +397,7 @@ class ClusterEval:
             task = self._pending[ref].task
             assert task is not None
             # On the record: a resumed driver runs the task again (it has no result).
-            self._ledger.append(
-                {"event": "cancelled", "task": task.id, "attempt": self._pending[ref].attempt}
-            )
+            self._books.ended("cancelled", task.id, self._pending[ref].attempt)
 
     def _stop_models(self, ray: Any) -> None:
         """Every node's bundled-model server stopped (the actor too: a server it could not stop
@@ -460,11 +411,11 @@ class ClusterEval:
         stopped: list[str] = []
         for ref, name in zip(refs, names, strict=True):
             try:
-                answer = ray.get(ref, timeout=0)
+                answer: ModelStopped = ray.get(ref, timeout=0)
             except (ray.exceptions.RayError, TimeoutError):
                 continue  # its node is gone, or it hangs: ray.kill below ends it either way
-            if answer.get("stopped"):
-                stopped.append(f"pid {answer['stopped']} on {name}")
+            if answer.pid:
+                stopped.append(f"pid {answer.pid} on {name}")
         for actor in actors:
             ray.kill(actor)
         self._models.clear()
@@ -473,18 +424,19 @@ class ClusterEval:
 
     def _sweep(self, ray: Any) -> None:
         held = [n for n in self._nodes.nodes.values() if n.held_tasks and n.state == "ok"]
-        refs = [self._on(node, self._remote["sweep"]).remote(self._eval_id) for node in held]
+        eval_id = self._books.eval_id
+        refs = [self._on(node, self._remote["sweep"]).remote(eval_id) for node in held]
         swept: list[str] = []
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=120) if refs else ([], [])
         for ref in ready:
             try:
-                answer = ray.get(ref)
+                answer: SweepAnswer = ray.get(ref)
             except ray.exceptions.RayError:
                 continue
-            swept += [f"{name} on {answer['node']}" for name in answer["removed"]]
+            swept += [f"{name} on {answer.node}" for name in answer.removed]
         used = sorted(n.name for n in self._nodes.nodes.values() if n.held_tasks)
         refused = [f"{n.name} ({n.why})" for n in self._nodes.nodes.values() if n.why]
-        self._result.notes.append(f"cluster eval {self._eval_id}; nodes used: {_list(used)}")
+        self._result.notes.append(f"cluster eval {eval_id}; nodes used: {_list(used)}")
         if refused:
             self._result.notes.append(f"nodes refused by the self-check: {_list(refused)}")
         retried = [t for t, a in self._attempts.items() if len(a) > 1]
@@ -492,14 +444,12 @@ class ClusterEval:
             self._result.notes.append(f"tasks run more than once: {_list(retried)}")
         self._result.notes.append(f"the sweep on {len(held)} node(s) removed: {_list(swept)}")
         self._say(f"sweep: removed {_list(swept)}")
-        self._on_outcome(self._result)
+        self._books.publish()
 
     # -- small parts ------------------------------------------------------------------------------
 
     def _stop(self, why: str) -> None:
-        if self._result.stopped is None:
-            self._result.stopped = why
-            self._say(f"stopping: {why}; no new task starts")
+        self._books.stop(why)
 
     def _record(self, task_id: str, pending: _Pending, ended: str) -> None:
         record: dict[str, Any] = {
@@ -537,12 +487,6 @@ def _remotes(ray: Any) -> dict[str, Any]:
         "sweep": ray.remote(num_cpus=0, max_retries=0)(on_node.sweep_eval),
         "model": ray.remote(num_cpus=0, max_restarts=0)(NodeModel),
     }
-
-
-def _bundled(fix_flags: Sequence[str]) -> bool:
-    """Do the fix runs use the bundled model (`--model local`)?"""
-    flags = list(fix_flags)
-    return any(a == "--model" and b == "local" for a, b in zip(flags, flags[1:], strict=False))
 
 
 def _phases(sent: float, node: dict[str, float]) -> dict[str, float]:

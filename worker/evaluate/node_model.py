@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from worker.evaluate.wire import ModelStarted, ModelStopped
+
 
 class NodeModel:
     """llama-server on the bundled model for this node's tasks, stopped by `stop()` (or with
@@ -18,10 +20,10 @@ class NodeModel:
 
     def __init__(self) -> None:
         self._server: Any = None
-        self._answer: dict[str, Any] | None = None
+        self._answer: ModelStarted | None = None
 
-    def start(self) -> dict[str, Any]:
-        """Pull the weights if needed and start the server, once: `{url, pid}`, or `{why}`
+    def start(self) -> ModelStarted:
+        """Pull the weights if needed and start the server, once: its URL and pid, or why not
         when it cannot start (the node's tasks then start their own, and end as a local eval's
         tasks would)."""
         if self._answer is not None:
@@ -32,17 +34,19 @@ class NodeModel:
             server = bundled.LocalServer(model_path=bundled.pull(), host="127.0.0.1")
             server.start()
         except Exception as exc:  # noqa: BLE001 - the node's answer, not the driver's crash
-            self._answer = {"why": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+            self._answer = ModelStarted(
+                why=str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            )
         else:
             self._server = server
-            self._answer = {"url": server.base_url, "pid": server.pid}
+            self._answer = ModelStarted(url=server.base_url, pid=server.pid)
         return self._answer
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> ModelStopped:
         """Stop the server (SIGTERM, then SIGKILL); says which process it was."""
         server, self._server = self._server, None
         if server is None:
-            return {"stopped": None}
+            return ModelStopped()
         pid = server.pid
         server.stop()
-        return {"stopped": pid}
+        return ModelStopped(pid=pid)
