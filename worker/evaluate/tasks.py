@@ -29,7 +29,8 @@ _KEYS = {"id", "repo", "goal", "commit", "test_cmd", "setup", "fail_to_pass", "p
 
 @dataclass(frozen=True, kw_only=True)
 class EvalTask:
-    """One task: where the repository is, what to ask, and how to judge the patch."""
+    """One task: where the repository is, what to ask, and how to judge the patch (it travels
+    to a cluster node as it is: Ray pickles it)."""
 
     id: str
     repo: str  # a local path (absolute once loaded) or a git URL
@@ -43,17 +44,6 @@ class EvalTask:
     @property
     def is_url(self) -> bool:
         return bool(_URL.match(self.repo))
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"id": self.id, "repo": self.repo, "goal": self.goal}
-        for key in ("commit", "test_cmd", "setup"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
-        if self.fail_to_pass:
-            data["fail_to_pass"] = list(self.fail_to_pass)
-        if self.pass_to_pass:
-            data["pass_to_pass"] = list(self.pass_to_pass)
-        return data
 
 
 def load_tasks(path: Path) -> list[EvalTask]:
