@@ -55,6 +55,8 @@ def test_a_go_module_is_fixed_and_verified_by_test_id(make_repo, tmp_path, index
     assert tree_state(repo) == before
     first = server.requests[0]["messages"][1]["content"]
     assert "calc::TestAdd/one_plus_two" in first and "Add(1, 2) = -1, want 3" in first
+    # The function the failing test calls, found by the Go grounding (worker/loop/go_grounding).
+    assert "calc/add.go: Add, lines 3-3" in first, first
 
 
 def test_a_patch_to_go_mod_is_refused_and_not_a_fix(make_repo, tmp_path, index):

@@ -378,11 +378,13 @@ class FixRun:
     ) -> tuple[FirstEdits, str]:
         """The search's opening (worker/search/sampling.py) as the profile sets it, and the
         source code the first message shows (grounded by the language's own parser: Python's
-        `ast`, tree-sitter for JS and TS)."""
+        `ast`, tree-sitter for JS, TS and Go)."""
         from worker.search.sampling import FirstEdits
 
-        if self._is_node:
+        if self._language == "node":
             from worker.loop.js_grounding import implicated_code, implicated_files
+        elif self._language == "go":
+            from worker.loop.go_grounding import implicated_code, implicated_files
         else:
             from worker.loop.grounding import implicated_code, implicated_files
 
@@ -413,21 +415,23 @@ class FixRun:
         return opening, sources
 
     @property
-    def _is_node(self) -> bool:
-        return self.ecosystem is not None and self.ecosystem.name == "node"
+    def _language(self) -> str | None:
+        return self.ecosystem.name if self.ecosystem is not None else None
 
     def locate(self, session: SandboxSession, baseline: TestRun) -> list[Suspect]:
         """The search's suspect lines (worker/search/locate.py: a traced run of the failing
-        tests; for JS and TS, worker/search/js_suspects.py: their stacks), within the run's
-        clock."""
+        tests; for JS and TS, worker/search/js_suspects.py: their stacks; for Go,
+        worker/search/go_suspects.py: the lines its failures name), within the run's clock."""
+        from worker.search.go_suspects import locate_in_go_failures
         from worker.search.js_suspects import locate_in_stacks
         from worker.search.locate import locate, locate_timeout
 
         if baseline.failing() in (0, float("inf")):
             return []
         started = time.monotonic()
-        if self._is_node:
-            found = locate_in_stacks(
+        if self._language in ("node", "go"):
+            read = locate_in_stacks if self._language == "node" else locate_in_go_failures
+            found = read(
                 baseline, workspace=session.workspace.path, paths=self.request.config.paths,
                 trace=self.trace,
             )  # fmt: skip
