@@ -14,7 +14,8 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
   package not installed, a program missing): one line, exit 6 before any model call;
 - `suspect_frames(text)`: the `path:line` frames of a failure text (the search's suspects);
-- `read_ci_report(data, repo)`: a JUnit file CI wrote, its ids as this ecosystem's runs say them.
+- `read_ci_report(data, repo)`: a JUnit file CI wrote, its ids as this ecosystem's runs say them;
+- `has_test(repo, test_id)`: whether a test CI named is in the repository (read, never run).
 
 Which files are tests and test configuration (never the model's to write) is the policy's
 (policies/paths.py, below this layer): each ecosystem names its globs there.
@@ -117,4 +118,9 @@ class Ecosystem(Protocol):
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         """A JUnit file CI wrote (its runner's, on CI's disk), with ids as this ecosystem's
         runs name the same tests in `repo`; ValueError when it is not one."""
+        ...
+
+    def has_test(self, repo: Path, test_id: str) -> bool:
+        """Is the test CI named by `test_id` in `repo`? A static check (nothing runs): a test
+        made at run time may not be found, and is then reported as unknown, not guessed at."""
         ...

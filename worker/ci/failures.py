@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.ecosystems.base import Ecosystem
 from sandbox.testrun.junit import TestSummary, parse_junit
 from worker.errors import UsageError
 
@@ -46,20 +46,9 @@ def read_junit_files(
     )
 
 
-def exists_in(repo: Path, test_id: str) -> bool:
-    """Does the repository have this pytest id? Its file, and each name after the file as a
-    definition in it. A static check: a test made at run time (a subclass's inherited test, a
-    generated one) is not found and is reported as unknown rather than guessed at."""
-    parts = test_id.split("::")
-    file = (repo / parts[0]).resolve()
-    if not file.is_relative_to(repo.resolve()) or not file.is_file():
-        return False
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    for name in parts[1:]:
-        base = name.split("[", 1)[0]
-        if not re.search(rf"^\s*(async\s+def|def|class)\s+{re.escape(base)}\b", text, re.M):
-            return False
-    return True
+def exists_in(repo: Path, test_id: str, ecosystem: Ecosystem) -> bool:
+    """Does the repository have this test, as `ecosystem` names it (a pytest id's file and
+    definitions, a Node test file, a Go test's function in its package folder)? A static check:
+    a test made at run time (a subclass's inherited test, a generated one) is not found and is
+    reported as unknown rather than guessed at."""
+    return ecosystem.has_test(repo, test_id)

@@ -18,7 +18,6 @@ from sandbox.ecosystems.python.pytest_command import is_pytest
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
 from sandbox.testrun.run import TestRun, run_tests
-from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.user_git import user_git
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.ci.failures import exists_in, read_junit_files
@@ -117,12 +116,8 @@ class CiRun:
         started = time.monotonic()
         test_cmd = self._test_cmd or self.test_cmd(None)
         unknown = []
-        if self.junit and is_pytest(test_cmd):
-            unknown = [t for t in failing if not exists_in(self.fix.request.repo, t)]
-        elif self.junit and ecosystem_running(test_cmd) is not None:  # its test files, at least
-            files = RepoFiles(self.fix.request.repo)
-            named = [t for t in failing if not t.startswith("::")]  # no file: found by titles
-            unknown = [t for t in named if not files.exists(t.partition("::")[0])]
+        if self.junit and (ecosystem := ecosystem_running(test_cmd)) is not None:
+            unknown = [t for t in failing if not exists_in(self.fix.request.repo, t, ecosystem)]
         if unknown:
             self.fix.progress.say(f"not in the repository (not run): {', '.join(unknown)}")
         self.fix.progress.say(f"flaky triage: {len(failing)} failing, {self.reruns} re-runs each")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
 from sandbox.ecosystems.go.choice import GoChoice, choose_go
+from sandbox.ecosystems.go.cireport import has_go_test, read_go_ci_report
 from sandbox.ecosystems.go.gomod import go_version, read_go_mod
 from sandbox.ecosystems.go.image import GoImage, ensure_go_image, seed_command
 from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
@@ -216,9 +217,13 @@ class Go:
         return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(text)]
 
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
-        """CI's `go test -json` log (the report these runs read too); ValueError otherwise."""
+        """CI's JUnit (gotestsum's, go-junit-report's) or `go test -json` log
+        (sandbox/ecosystems/go/cireport.py); ValueError otherwise."""
         mod = read_go_mod(repo)
-        return parse_go_test_json(data, module=mod.module if mod else None)
+        return read_go_ci_report(data, module=mod.module if mod else None)
+
+    def has_test(self, repo: Path, test_id: str) -> bool:
+        return has_go_test(RepoFiles(repo), test_id)
 
 
 GO = Go()

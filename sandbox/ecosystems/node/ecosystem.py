@@ -193,6 +193,11 @@ class Node:
         )
         return ci_ids(reports.parse_report(kind, data, root=""), repo)
 
+    def has_test(self, repo: Path, test_id: str) -> bool:
+        """The id's test file is in the repository (an id with no file, `::title`, as Node's
+        own JUnit writes them, is found by its title in the runs)."""
+        return test_id.startswith("::") or RepoFiles(repo).exists(test_id.partition("::")[0])
+
 
 def ci_ids(summary: TestSummary, repo: Path) -> TestSummary:
     """`summary` with each id's file as a path of `repo`: the shortest tail of CI's path (its

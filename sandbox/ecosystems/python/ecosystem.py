@@ -95,6 +95,23 @@ class Python:
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         return parse_junit(data)
 
+    def has_test(self, repo: Path, test_id: str) -> bool:
+        """The pytest id's file, and each name after the file as a definition in it (a
+        subclass's inherited test, a generated one: not found)."""
+        parts = test_id.split("::")
+        file = (repo / parts[0]).resolve()
+        if not file.is_relative_to(repo.resolve()) or not file.is_file():
+            return False
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        for name in parts[1:]:
+            base = name.split("[", 1)[0]
+            if not re.search(rf"^\s*(async\s+def|def|class)\s+{re.escape(base)}\b", text, re.M):
+                return False
+        return True
+
 
 def _stamp_plugin() -> bytes:
     return resources.files("sandbox.ecosystems.python").joinpath("junit_stamp.py").read_bytes()
