@@ -16,6 +16,7 @@ import docker.errors
 import pytest
 
 from policies.limits import Limits
+from sandbox.ecosystems.go.ecosystem import GO
 from sandbox.ecosystems.go.setup_infer import infer_go_setup
 from sandbox.session import BoxSpec, open_session
 from sandbox.setup.cache import SetupFailed, SetupResult, SetupSpec, prepare_setup_image
@@ -119,3 +120,38 @@ def test_a_module_the_proxy_lacks_fails_set_up_in_one_line_naming_it(make_repo, 
     said = str(caught.value)
     assert "\n" not in said and "example.com/gone@v1.2.3" in said, said
     assert exit_code_for(caught.value) == 6
+
+
+def test_a_go_sum_without_the_modules_entry_is_said_in_one_line_with_no_lookup(
+    docker_client, make_repo, set_up, tmp_path
+):
+    # Set-up downloads the module (go.sum is not needed for that); the test run is read-only
+    # in go.mod and go.sum (-mod=readonly, as CI's go test): it looks nothing up, and the
+    # compiler's complaint, in the report's build output, is the environment's, not a bug.
+    repo = make_repo(module("example.com/greet v1.0.0"))
+    result = set_up(repo, progress=lambda _: None)
+    spec = BoxSpec(client=docker_client, image=result.image, limits=LIMITS, overlay=result.tree)
+    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
+        ran = run_tests(session.box, test_cmd="go test ./...")
+    assert ran.summary is not None and ran.summary.outcomes == {".": "error"}, ran.render()
+    assert "dial tcp" not in ran.result.output and "sum.golang.org" not in ran.result.output
+    said = GO.environment_problem(ran, repo, setup_said="set-up ran go mod download")
+    assert said == (
+        "go.sum has no entry for the module providing the package example.com/greet; "
+        "set-up ran go mod download"
+    )
+
+
+def test_a_module_set_up_did_not_download_is_said_in_one_line(
+    docker_client, go_image, make_repo, tmp_path
+):
+    repo = make_repo({**module("example.com/greet v1.0.0"), "go.sum": go_sum(GREET)})
+    spec = BoxSpec(client=docker_client, image=go_image, limits=LIMITS)  # no set-up ran
+    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
+        ran = run_tests(session.box, test_cmd="go test ./...")
+    assert ran.summary is not None and ran.summary.outcomes == {".": "error"}, ran.render()
+    said = GO.environment_problem(ran, repo, setup_said="no set-up ran")
+    assert said == (
+        "the module example.com/greet@v1.0.0 is not downloaded (set-up did not fetch it); "
+        "no set-up ran"
+    )

@@ -188,7 +188,10 @@ class Go:
         report = f"/tmp/worker-report-{secrets.token_hex(8)}"
         mod = read_go_mod(workspace)
         module = mod.module if mod else None
-        env = {} if RepoFiles(workspace).exists("vendor/modules.txt") else {"GOFLAGS": "-mod=mod"}
+        # -mod=readonly (Go's default since 1.16, CI's too): go.mod and go.sum as committed,
+        # no module looked up; vendor/: Go's default, -mod=vendor. docs/go-tests.md.
+        vendored = RepoFiles(workspace).exists("vendor/modules.txt")
+        env = {} if vendored else {"GOFLAGS": "-mod=readonly"}
         return Instrumented(
             command=f"{seed_command()}; {parsed.command(ids, report=report)}",
             env=env,
@@ -208,7 +211,11 @@ class Go:
         return GoToolchain(choice=choose_go(repo))
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
-        if modules := missing_modules(run.result.output):
+        """A module the go command could not have, said on its output or, since Go 1.24, in
+        the report's build output: the failures of packages that did not build (their id has
+        no `::`; a test's own output is not read here)."""
+        builds = [text for where, text in run.failure_texts() if "::" not in where]
+        if modules := missing_modules("\n".join([run.result.output, *builds])):
             more = f" (and {len(modules) - 1} more)" if len(modules) > 1 else ""
             return f"{modules[0]}{more}; {setup_said}"
         return None

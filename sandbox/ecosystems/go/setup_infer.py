@@ -37,12 +37,17 @@ GO_INSTALLER = Installer(
 #: What the go command says of a module it could not have (set-up's download, a test run), and
 #: how it is said back.
 _NOT_ON_PROXY = "the module proxy has no {}"
+_NOT_DOWNLOADED = "the module {} is not downloaded (set-up did not fetch it)"
+_DOWNLOADING = re.compile(r"^go: downloading (\S+) (v\S+)$", re.M)
+_NO_DOWNLOAD = re.compile(
+    r"pkg/mod/cache\S*: read-only file system|dial tcp|network is unreachable"
+)
 _MISSING = (
     (re.compile(r"^go: (?:downloading )?(\S+@\S+): reading \S+: (?:404|410) ", re.M),
      _NOT_ON_PROXY),
     (re.compile(r"^go: (\S+@\S+): (?:invalid version|unknown revision)", re.M), _NOT_ON_PROXY),
     (re.compile(r"^go: (\S+@\S+): module lookup disabled by GOPROXY=off", re.M),
-     "the module {} is not downloaded (set-up did not fetch it)"),
+     _NOT_DOWNLOADED),
     (re.compile(r"no required module provides package (\S+?)[;:]", re.M),
      "go.mod requires no module that provides the package {}"),
     (re.compile(r"missing go\.sum entry for module providing package (\S+)", re.M),
@@ -80,9 +85,15 @@ def infer_go_setup(repo: Path) -> SetupPlan:
 
 def missing_modules(output: str) -> list[str]:
     """Each module (or package) the go command said it could not have, once each:
-    `the module proxy has no example.com/gone@v1.0.0`."""
+    `the module proxy has no example.com/gone@v1.0.0`; in a test run, a module it set out to
+    download (`go: downloading m v1.0.0`) where the module cache cannot be written or the
+    network reached (the sandbox's), as set-up left it out."""
     found: dict[str, str] = {}
     for pattern, said in _MISSING:
         for match in pattern.finditer(output):
             found.setdefault(match.group(1), said.format(match.group(1)))
+    if _NO_DOWNLOAD.search(output):
+        for match in _DOWNLOADING.finditer(output):
+            name = f"{match.group(1)}@{match.group(2)}"
+            found.setdefault(name, _NOT_DOWNLOADED.format(name))
     return list(found.values())
