@@ -366,7 +366,7 @@ def test_json_schema_mode_for_models_without_native_tool_calls(make_repo, tmp_pa
     # --json: the report on stdout, valid against the published schema.
     import jsonschema
 
-    from worker.run.report import report_schema
+    from worker.record.report import report_schema
 
     printed = json.loads(proc.stdout)
     jsonschema.validate(printed, report_schema())

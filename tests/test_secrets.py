@@ -14,7 +14,7 @@ import policies.secrets
 from policies.secrets import MASK, Secrets, run_secrets
 from sandbox.container.output import OutputCapture
 from worker.ci.summary import write_summary
-from worker.run.report import RunReport
+from worker.record.report import RunReport
 from worker.show.write import write_pages
 
 VALUE = "p@ss/w:rd+s3cr3t!"

@@ -24,8 +24,8 @@ from worker.ci.failures import exists_in, read_junit_files
 from worker.ci.triage import Triage, triage
 from worker.errors import UsageError
 from worker.llm.process import ModelProcess
+from worker.record.report import tests_dict
 from worker.run.fix import NOTHING_TO_FIX, FixRun, check_environment
-from worker.run.report import tests_dict
 
 if TYPE_CHECKING:  # the loop loads on a thread while the sandbox starts (worker/run/preload.py)
     from worker.loop.agent import Agent

@@ -24,8 +24,8 @@ from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
 from worker.errors import UsageError
 from worker.loop.trace import Trace
+from worker.record.report import RunReport
 from worker.run.fix import FixRequest
-from worker.run.report import RunReport
 from worker.show.write import write_pages
 
 DEFAULT_RERUNS = 2

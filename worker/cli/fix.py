@@ -14,8 +14,8 @@ from worker.cli.exit_codes import EXIT_NOT_FIXED
 from worker.cli.fix_request import make_request
 from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
+from worker.record.report import RunReport
 from worker.run.fix import FixRequest, FixRun
-from worker.run.report import RunReport
 
 
 def run_fix(args: argparse.Namespace) -> int:

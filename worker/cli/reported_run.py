@@ -10,9 +10,9 @@ from pathlib import Path
 from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
 from worker.cli.out_of_space import known_error
 from worker.loop.trace import Trace
-from worker.replay.header import run_header
+from worker.record.header import run_header
+from worker.record.report import RunReport
 from worker.run.fix import FixRequest
-from worker.run.report import RunReport
 
 
 def new_report(request: FixRequest) -> RunReport:

@@ -22,8 +22,8 @@ from worker.errors import UsageError
 from worker.llm.bundled import pulled_model
 from worker.llm.scripted_server import ScriptedServer
 from worker.loop.trace import TRACE_VERSION
+from worker.record.header import replay_flags, tree_hash
 from worker.replay.compare import Difference, first_difference
-from worker.replay.header import replay_flags, tree_hash
 from worker.replay.llama_stand_in import launcher, served, signal_past_the_end
 from worker.show.view import load_run
 

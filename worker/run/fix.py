@@ -37,11 +37,11 @@ from worker.errors import ProjectEnvironment, UsageError
 from worker.llm import pricing
 from worker.llm.process import ModelProcess
 from worker.loop.trace import Trace
+from worker.record.report import NOT_RERUN, RunReport, tests_dict
 from worker.run.clock import RunClock
 from worker.run.deliver import apply_to_worktree, commit_on_branch
 from worker.run.masked import MaskedModel
 from worker.run.preload import preloaded
-from worker.run.report import NOT_RERUN, RunReport, tests_dict
 from worker.search.profile import Profile, profile_for
 
 if TYPE_CHECKING:
