@@ -24,6 +24,7 @@ from worker.ci.failures import exists_in, read_junit_files
 from worker.ci.triage import Triage, triage
 from worker.errors import UsageError
 from worker.llm.process import ModelProcess
+from worker.record.folder import RunFolder
 from worker.record.report import tests_dict
 from worker.run.fix import NOTHING_TO_FIX, FixRun, check_environment
 
@@ -151,7 +152,7 @@ class CiRun:
             return self.fix.run()
         finally:
             if self.fix.verification_junit:
-                path = req.out / "verification.junit.xml"
+                path = RunFolder(req.out).junit_path
                 path.write_bytes(self.fix.verification_junit)
                 self.ci["verification_junit"] = str(path)
 

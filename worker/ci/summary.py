@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.secrets import NO_SECRETS, Secrets
+from worker.record.folder import PAGE, RunFolder
 
 MAX_DIFF_CHARS = 60_000  # GitHub caps a step summary at 1 MiB and a PR body at 65,536 chars
 MAX_ID_CHARS = 200  # a test id longer than this is cut (a real one is well under)
@@ -27,7 +28,6 @@ _TICKS = re.compile(r"`+")
 _ARTIFACTS = re.compile(
     r"https://[A-Za-z0-9.-]+(:\d+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/actions/runs/\d+#artifacts"
 )
-PAGE = "page.html"  # `worker show`'s page, written beside summary.md (worker/show/write.py)
 HEADLINE = {
     "fixed": "Fixed, verified on a clean copy",
     "not_fixed": "Not fixed",
@@ -165,7 +165,7 @@ def write_summary(
     patch_path = report.get("patch")
     patch = Path(patch_path).read_text(encoding="utf-8") if patch_path else None
     patch = secrets.mask_data(patch)
-    path = out / "summary.md"
+    path = RunFolder(out).summary_path
     page = PAGE if (out / PAGE).is_file() else None
     markdown = render_summary(report, patch, page=page, artifacts=artifacts_url(environ or {}))
     path.write_text(markdown, encoding="utf-8")

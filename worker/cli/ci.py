@@ -24,6 +24,7 @@ from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
 from worker.errors import UsageError
 from worker.loop.trace import Trace
+from worker.record.folder import RunFolder
 from worker.record.report import RunReport
 from worker.run.fix import FixRequest
 from worker.show.write import write_pages
@@ -111,7 +112,7 @@ def _finish(
 ) -> int:
     out, secrets = request.out, request.secrets
     report.durations["total"] = round(time.monotonic() - started, 3)
-    report.write(out / "report.json", secrets=secrets)
+    RunFolder(out).write_report(report, secrets=secrets)
     data = report.to_dict(secrets=secrets)
     # page.html, named in the summary (the workflow uploads it)
     write_pages(out, secrets=secrets)
@@ -127,7 +128,7 @@ def _finish(
         show.say(f"{words}: {report.reason}")
         if report.patch:
             show.say(f"patch: {report.patch}")
-        show.say(f"report: {out / 'report.json'}")
+        show.say(f"report: {RunFolder(out).report_path}")
         show.say(f"summary: {summary}")
     sys.stdout.flush()
     return report.exit_code

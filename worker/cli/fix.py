@@ -14,6 +14,7 @@ from worker.cli.exit_codes import EXIT_NOT_FIXED
 from worker.cli.fix_request import make_request
 from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
+from worker.record.folder import RunFolder
 from worker.record.report import RunReport
 from worker.run.fix import FixRequest, FixRun
 
@@ -61,9 +62,9 @@ def _finish(
     started: float,
     args: argparse.Namespace,
 ) -> int:
-    out = request.out
+    run = RunFolder(request.out)
     report.durations["total"] = round(time.monotonic() - started, 3)
-    report.write(out / "report.json", secrets=request.secrets)
+    run.write_report(report, secrets=request.secrets)
     if args.json:
         print(json.dumps(report.to_dict(secrets=request.secrets), indent=2))
     else:
@@ -72,6 +73,6 @@ def _finish(
         show.say(f"{verdict}: {report.reason}")
         if report.patch:
             show.say(f"patch: {report.patch}")
-        show.say(f"report: {out / 'report.json'}")
+        show.say(f"report: {run.report_path}")
     sys.stdout.flush()
     return report.exit_code

@@ -17,19 +17,11 @@ from sandbox.worktree.workspace import remove_dir
 from worker.cli.setup_flags import setup_overrides
 from worker.errors import UsageError
 from worker.llm import pricing
+from worker.record.folder import OUTPUTS, RUN_DIR, TRIAGE_DIR
 from worker.run.deliver import check_branch_request
 from worker.run.fix import Endpoint, FixRequest
 
 LOCAL = "local"
-OUTPUTS = (
-    "fix.patch",
-    "report.json",
-    "trace.jsonl",
-    "traceback.txt",
-    "llama-server.log",
-    "summary.md",
-    "verification.junit.xml",
-)
 
 
 def make_request(args: argparse.Namespace) -> FixRequest:
@@ -107,5 +99,5 @@ def _clear_outputs(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
-    remove_dir(out / "run")
-    remove_dir(out / "triage")
+    remove_dir(out / RUN_DIR)
+    remove_dir(out / TRIAGE_DIR)

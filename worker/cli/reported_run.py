@@ -10,6 +10,7 @@ from pathlib import Path
 from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
 from worker.cli.out_of_space import known_error
 from worker.loop.trace import Trace
+from worker.record.folder import RunFolder
 from worker.record.header import run_header
 from worker.record.report import RunReport
 from worker.run.fix import FixRequest
@@ -42,7 +43,7 @@ def run_reported(
     for the command line to say in one line. The trace starts with what `worker replay` needs:
     the command line (`argv`), the tree's hash, the endpoint's kind."""
     try:
-        with Trace(path=request.out / "trace.jsonl", secrets=request.secrets) as trace:
+        with Trace(path=RunFolder(request.out).trace_path, secrets=request.secrets) as trace:
             trace.event("run", **run_header(
                 argv=argv, repo=request.repo, out=request.out, model=request.endpoint.model,
                 local=request.endpoint.local, backend=request.backend,
@@ -54,7 +55,7 @@ def run_reported(
         report.finish(exit_code_for(known), reason_of(known))
         if not isinstance(known, EXPECTED):
             # A bug of ours: one line for the user, the traceback kept for the bug report.
-            keep = request.out / "traceback.txt"
+            keep = RunFolder(request.out).traceback_path
             keep.write_text(traceback.format_exc(), encoding="utf-8")
             report.reason = f"internal error: {report.reason} (traceback in {keep})"
         _finish_or_say(finish, request.out)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import queue
 import threading
 import time
@@ -15,6 +14,8 @@ from worker.evaluate.fix_run import FixProcesses
 from worker.evaluate.outcome import TaskOutcome
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask, materialize
+from worker.record.folder import RunFolder
+from worker.record.report import RunReport
 
 #: How the ledger names the machine of a local run's attempts.
 LOCAL_NODE = "local"
@@ -101,23 +102,22 @@ class EvalBatch:
 
 def outcome_from_report(task: EvalTask, out: Path, exit_code: int, seconds: float) -> TaskOutcome:
     """A task's outcome from its fix run's output folder (before the re-check)."""
-    try:
-        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        report = {"status": "crashed", "reason": f"no report.json (exit {exit_code})"}
-    patch_path = out / "fix.patch"
+    run = RunFolder(out)
+    report = run.read_report() or RunReport(
+        status="crashed", reason=f"no report.json (exit {exit_code})"
+    )
     return TaskOutcome(
         id=task.id,
-        status=str(report.get("status", "crashed")),
+        status=str(report.status),
         exit_code=exit_code,
-        reason=str(report.get("reason", "")),
-        model=report.get("model"),
-        steps=int(report.get("steps") or 0),
-        tokens_in=int(report.get("tokens_in") or 0),
-        tokens_out=int(report.get("tokens_out") or 0),
-        cost_usd=report.get("cost_usd"),
+        reason=str(report.reason),
+        model=report.model,
+        steps=int(report.steps or 0),
+        tokens_in=int(report.tokens_in or 0),
+        tokens_out=int(report.tokens_out or 0),
+        cost_usd=report.cost_usd,
         seconds=round(seconds, 3),
-        patch=patch_path.read_text(encoding="utf-8") if patch_path.is_file() else "",
+        patch=run.patch_path.read_text(encoding="utf-8") if run.patch_path.is_file() else "",
     )
 
 

@@ -22,7 +22,6 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import docker.errors
 
@@ -36,6 +35,8 @@ from worker.evaluate.fix_run import FixProcesses
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask
 from worker.evaluate.wire import FixAnswer, ModelStarted, NodeCheck, RecheckAnswer, SweepAnswer
+from worker.record.folder import RunFolder
+from worker.record.report import RunReport
 
 #: Why a fix run ended, in its report, when the node and not the task was at fault: retried.
 NODE_FAULTS = (
@@ -138,7 +139,7 @@ def run_fix(
             out=work / "fix", log=work / "fix.log", settings=fix, env=env,
         )  # fmt: skip
         clock.lap("child")
-        report = _read_json(work / "fix" / "report.json")
+        report = RunFolder(work / "fix").read_report()
         packed = pack_tree(work / "fix") if (work / "fix").is_dir() else b""
         clock.lap("pack")
         return FixAnswer(
@@ -235,11 +236,11 @@ class Phases:
         return {**self._laps, "began": self._began, "ended": time.time()}
 
 
-def node_fault(report: dict[str, Any] | None) -> str | None:
+def node_fault(report: RunReport | None) -> str | None:
     """The report's reason when the node failed the run (container gone, daemon stopped)."""
-    if report is None or report.get("status") != "environment_error":
+    if report is None or report.status != "environment_error":
         return None
-    reason = str(report.get("reason", ""))
+    reason = str(report.reason)
     return reason if any(fault in reason for fault in NODE_FAULTS) else None
 
 
@@ -279,14 +280,6 @@ def sweep_eval(eval_id: str) -> SweepAnswer:
     removed = sweep_task(eval_id)
     remove_dir(trees_dir(eval_id))
     return SweepAnswer(node=node_name(), removed=tuple(removed))
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _line(exc: BaseException) -> str:

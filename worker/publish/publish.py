@@ -8,7 +8,6 @@ not one of ours, and it still points at the commit the run started from.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ from worker.errors import UsageError
 from worker.publish.errors import NotPublished
 from worker.publish.git import commit_patch, push_new_branch, remote_branch_sha
 from worker.publish.github import GitHub
+from worker.record.folder import RunFolder
+from worker.record.report import RunReport
 
 BRANCH_PREFIX = "worker/fix-"
 
@@ -42,24 +43,24 @@ class Published:
     what: str
 
 
-def load_run(out: Path) -> tuple[dict[str, Any], str, str]:
+def load_run(out: Path) -> tuple[RunReport, str, str]:
     """The run's report, patch and summary; NotPublished unless it was verified fixed."""
+    run = RunFolder(out)
     try:
-        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        report = run.load_report()
     except (OSError, ValueError) as exc:
         raise UsageError(f"no worker ci report in {out}: {exc}") from None
-    ci = report.get("ci")
+    ci = report.ci
     if not isinstance(ci, dict):
-        raise UsageError(f"{out / 'report.json'} is not from worker ci (no 'ci' part)")
-    if report.get("status") != "fixed" or not report.get("patch") or not ci.get("verified"):
+        raise UsageError(f"{run.report_path} is not from worker ci (no 'ci' part)")
+    if report.status != "fixed" or not report.patch or not ci.get("verified"):
         raise NotPublished(
-            f"nothing published: the run was not verified fixed ({report.get('status')}: "
-            f"{report.get('reason')})"
+            f"nothing published: the run was not verified fixed ({report.status}: {report.reason})"
         )
     try:
         # By name in `out`, not by the recorded path: the outputs travel as an artifact.
-        patch = (out / "fix.patch").read_text(encoding="utf-8")
-        summary = (out / "summary.md").read_text(encoding="utf-8")
+        patch = run.patch_path.read_text(encoding="utf-8")
+        summary = run.summary_path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"the run's outputs are incomplete: {exc}") from None
     return report, patch, summary
@@ -68,7 +69,7 @@ def load_run(out: Path) -> tuple[dict[str, Any], str, str]:
 def publish(req: PublishRequest, say: Any = print) -> Published:
     """Check, commit, push, open the draft pull request (or comment). See the module docstring."""
     report, patch, summary = load_run(req.out)
-    ci = report["ci"]
+    ci = report.ci or {}
     head_sha = ci.get("head_sha")
     base = req.base or ci.get("branch")
     if not head_sha:

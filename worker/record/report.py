@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,14 @@ class RunReport:
         self.exit_code = exit_code
         self.status = STATUS_FOR_EXIT.get(exit_code, "not_fixed")
         self.reason = reason
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunReport:
+        """A report read back (worker/record/folder.py): its fields as written, keys of no
+        field dropped, a field left out at its default. Not checked against the schema: a
+        reader says what it found, whoever wrote it."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in names})
 
     def to_dict(self, *, secrets: Secrets = NO_SECRETS) -> dict[str, Any]:
         """The report as plain data, `secrets` masked in every string."""

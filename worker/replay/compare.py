@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from worker.record.report import RunReport
+
 # What differs between two runs of the same thing: durations, temporary names, addresses.
 _NOISE = (
     (re.compile(r"\b\d+(?:\.\d+)?\s?s\b"), "<s>"),
@@ -41,8 +43,8 @@ def normalized(text: str) -> str:
 def first_difference(
     recorded: Sequence[dict[str, Any]],
     replayed: Sequence[dict[str, Any]],
-    recorded_report: dict[str, Any] | None,
-    replayed_report: dict[str, Any] | None,
+    recorded_report: RunReport | None,
+    replayed_report: RunReport | None,
     *,
     cut_off: bool = False,
 ) -> Difference | None:
@@ -88,27 +90,30 @@ def _event_difference(n: int, a: dict[str, Any], b: dict[str, Any]) -> Differenc
 
 
 def _verdict_difference(
-    recorded: dict[str, Any] | None, replayed: dict[str, Any] | None
+    recorded: RunReport | None, replayed: RunReport | None
 ) -> Difference | None:
     if recorded is None:
         return None  # the recording left no report: its events are all there is to compare
     if replayed is None:
         return Difference(where="the verdict", said="the replay wrote no report.json")
-    for key in ("status", "exit_code", "files_changed"):
-        if recorded.get(key) != replayed.get(key):
+    for key, said, again in (
+        ("status", recorded.status, replayed.status),
+        ("exit_code", recorded.exit_code, replayed.exit_code),
+        ("files_changed", recorded.files_changed, replayed.files_changed),
+    ):
+        if said != again:
             return Difference(
-                where="the verdict",
-                said=f"{key}: recorded {recorded.get(key)!r}, replayed {replayed.get(key)!r}",
+                where="the verdict", said=f"{key}: recorded {said!r}, replayed {again!r}"
             )
     # An ending other than fixed or not fixed (the environment, a signal...) says why in one
     # line, and the same ending says the same.
-    if recorded.get("exit_code") not in (0, 1):
-        said, again = (normalized(str(r.get("reason") or "")) for r in (recorded, replayed))
+    if recorded.exit_code not in (0, 1):
+        said, again = (normalized(str(r.reason or "")) for r in (recorded, replayed))
         if said != again:
             return Difference(
                 where="the ending", said=f"reason: recorded {said!r}, replayed {again!r}"
             )
-    a, b = recorded.get("verdict") or {}, replayed.get("verdict") or {}
+    a, b = recorded.verdict or {}, replayed.verdict or {}
     for key in ("passed", "rule", "reasons", "of"):
         if a.get(key) != b.get(key):
             return Difference(

@@ -3,12 +3,12 @@ run (EVAL_OUT/tasks/ID/fix, on the eval's clone EVAL_OUT/repos/ID), one row each
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from worker.errors import UsageError
+from worker.record.folder import NotAReport, RunFolder
 from worker.replay.replay import replay
 from worker.show.eval_index import task_folders
 
@@ -57,7 +57,9 @@ def table(rows: list[TaskReplay]) -> str:
 
 def _status(run: Path) -> str:
     try:
-        report = json.loads((run / "report.json").read_text(encoding="utf-8"))
+        report = RunFolder(run).load_report()
+    except NotAReport:
+        return "?"
     except (OSError, ValueError):
         return "(no report)"
-    return str(report.get("status") or "?") if isinstance(report, dict) else "?"
+    return str(report.status or "?")

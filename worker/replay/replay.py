@@ -22,10 +22,11 @@ from worker.errors import UsageError
 from worker.llm.bundled import pulled_model
 from worker.llm.scripted_server import ScriptedServer
 from worker.loop.trace import TRACE_VERSION
+from worker.record.folder import RunFolder, TraceRead
 from worker.record.header import replay_flags, tree_hash
+from worker.record.report import RunReport
 from worker.replay.compare import Difference, first_difference
 from worker.replay.llama_stand_in import launcher, served, signal_past_the_end
-from worker.show.view import load_run
 
 REPLAY_KEY = "sk-replay-no-model"  # the scripted server takes any key; the client needs one
 EXTRA_S = 120.0  # beyond the recorded run's own time, before a replay is given up
@@ -78,9 +79,11 @@ def script_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def replay(run_dir: Path, *, repo: Path | None, out: Path) -> ReplayResult:
     """Replay the run recorded in `run_dir` into `out`; the first difference, if any."""
-    recorded = load_run(run_dir)
-    header = recorded.header
-    version = recorded.first("trace")
+    recorded = RunFolder(run_dir)
+    trace = recorded.read_trace() or TraceRead(events=[])
+    report = recorded.read_report()
+    header = trace.header
+    version = trace.first("trace")
     if not header or version is None or version.get("version") not in (1, TRACE_VERSION):
         raise UsageError(
             f"{run_dir}/trace.jsonl has no trace version {TRACE_VERSION} header: recorded by an "
@@ -115,22 +118,23 @@ def replay(run_dir: Path, *, repo: Path | None, out: Path) -> ReplayResult:
         note = f"the tree differs from the recorded one (sha256 {header.get('tree')}, now {now})"
     argv = [str(word) for word in header.get("argv") or ["fix"]]
     verb = argv[0] if argv and argv[0] in ("fix", "ci") else "fix"
-    limit = EXTRA_S + float(((recorded.report or {}).get("durations") or {}).get("total") or 600)
+    durations = (report.durations if report else None) or {}
+    limit = EXTRA_S + float(durations.get("total") or 600)
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "WORKER_MODEL")}
     env["OPENAI_API_KEY"] = REPLAY_KEY
     command = [sys.executable, "-m", "worker.cli", verb, "--repo", str(tree), "--out", str(out),
                "--model", str(header.get("model")), "--quiet", *replay_flags(argv)]  # fmt: skip
-    script = script_of(recorded.events)
-    end_with = ending_signal(recorded.report)
+    script = script_of(trace.events)
+    end_with = ending_signal(report)
     child = _Child()
     with contextlib.ExitStack() as stack:
         if header.get("local"):
             # The bundled model's run as it was, its engine the scripted server.
             stand_in = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))
-            engine, report = launcher(stand_in, script=script, end_with=end_with)
+            engine, stand_in_report = launcher(stand_in, script=script, end_with=end_with)
             env["WORKER_LLAMA_SERVER"] = str(engine)
             ended = child.run(command, env, limit)
-            unused, overruns = served(report)
+            unused, overruns = served(stand_in_report)
         else:
             server = stack.enter_context(
                 ScriptedServer(script=script, model=str(header.get("model")))
@@ -141,17 +145,17 @@ def replay(run_dir: Path, *, repo: Path | None, out: Path) -> ReplayResult:
                 signal_past_the_end(server, pid=child.pid, signum=end_with, stop=stop)
             ended = child.run([*command, "--base-url", server.base_url], env, limit)
             unused, overruns = len(server.unused()), server.overruns
-    replayed = load_run(out)
+    replayed = RunFolder(out)
     difference = first_difference(
-        recorded.events, replayed.events, recorded.report, replayed.report,
-        cut_off=end_with is not None,
+        trace.events, (replayed.read_trace() or TraceRead(events=[])).events,
+        report, replayed.read_report(), cut_off=end_with is not None,
     )  # fmt: skip
     if difference is None and ended:
         difference = Difference(where="the replayed run", said=ended)
     if end_with is not None:
         overruns = 0  # the request past the end is where the recording was stopped
         note = "; ".join(
-            n for n in (note, f"the recording was stopped by a signal ({_said(recorded.report)})")
+            n for n in (note, f"the recording was stopped by a signal ({_said(report)})")
             if n
         )  # fmt: skip
     if difference is None and (unused or overruns):
@@ -162,19 +166,19 @@ def replay(run_dir: Path, *, repo: Path | None, out: Path) -> ReplayResult:
     return ReplayResult(difference=difference, out=out, note=note, cut_off=end_with is not None)
 
 
-def ending_signal(report: dict[str, Any] | None) -> int | None:
+def ending_signal(report: RunReport | None) -> int | None:
     """The signal that stopped the recorded run (`worker fix` reports "received signal N" or
     SIGINT; a run killed outright wrote no report: SIGTERM stands in), or None."""
     if report is None:
         return signal.SIGTERM
-    if report.get("status") != "interrupted":
+    if report.status != "interrupted":
         return None
-    found = re.search(r"received signal (\d+)", str(report.get("reason") or ""))
+    found = re.search(r"received signal (\d+)", str(report.reason or ""))
     return int(found.group(1)) if found else signal.SIGINT
 
 
-def _said(report: dict[str, Any] | None) -> str:
-    return str((report or {}).get("reason") or "killed: it wrote no report")
+def _said(report: RunReport | None) -> str:
+    return str((report.reason if report else None) or "killed: it wrote no report")
 
 
 class _Child:

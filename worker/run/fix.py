@@ -37,6 +37,7 @@ from worker.errors import ProjectEnvironment, UsageError
 from worker.llm import pricing
 from worker.llm.process import ModelProcess
 from worker.loop.trace import Trace
+from worker.record.folder import SETUP_LOG, RunFolder
 from worker.record.report import NOT_RERUN, RunReport, tests_dict
 from worker.run.clock import RunClock
 from worker.run.deliver import apply_to_worktree, commit_on_branch
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from worker.search.suspects import Suspect
 
 NOTHING_TO_FIX = "the tests already pass: nothing to fix"
-SETUP_LOG = "setup.log"  # in the run's folder: the set-up's whole output
 # What only the loop needs: imported on a thread while the sandbox starts (worker/run/preload.py).
 LOOP_MODULES = (
     "worker.loop.agent",
@@ -468,8 +468,9 @@ class FixRun:
         patch = env.diff()
         in_patch, report.files_left_out = env.changes()
         if patch.strip():
-            (self.request.out / "fix.patch").write_text(patch, encoding="utf-8")
-            report.patch = str(self.request.out / "fix.patch")
+            patch_path = RunFolder(self.request.out).patch_path
+            patch_path.write_text(patch, encoding="utf-8")
+            report.patch = str(patch_path)
             report.files_changed = in_patch
         judged = agent.last_verification or (agent.last_tests if rerun else None)
         if judged is not None:

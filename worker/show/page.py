@@ -69,16 +69,15 @@ def document(title: str, body: list[str]) -> str:
 
 def render_run(view: RunView) -> str:
     """The page of one `worker fix` or `worker ci` run."""
-    report = view.report or {}
     header = view.header
-    repo = report.get("repo") or header.get("repo") or str(view.folder)
+    repo = (view.report.repo if view.report else None) or header.get("repo") or str(view.folder)
     body = [f"<h1>worker: {esc(repo, 300)}</h1>", _verdict(view)]
     if view.missing:
         body.append('<div class="missing" id="missing"><b>Not in this run\'s outputs:</b><ul>')
         body += [f"<li>{esc(m)}</li>" for m in view.missing]
         body.append("</ul></div>")
     body += _facts(view) + _timeline(view) + _setup(view) + _baseline(view)
-    body += _first_message(view) + _at_the_end(view) + _ci(report)
+    body += _first_message(view) + _at_the_end(view) + _ci(view)
     steps = view.steps()
     body.append(f'<h2 id="steps">Steps ({sum(s.call is not None for s in steps)} model calls)</h2>')
     body += [_step(s) for s in steps] or ['<p class="note">No step was recorded.</p>']
@@ -97,24 +96,24 @@ def _verdict(view: RunView) -> str:
                 "passed" if verification.get("passed") else "failed"
             )
         return f'<div class="verdict other" id="verdict"><b>Verdict: {esc(said)}</b></div>'
-    status = str(report.get("status", "unknown"))
+    status = str(report.status)
     kind = "good" if status == "fixed" else "bad" if status == "not_fixed" else "other"
-    verdict = report.get("verdict") or {}
+    verdict = report.verdict or {}
     rule = f" (rule: {esc(verdict.get('rule'))})" if verdict.get("rule") else ""
     return (
         f'<div class="verdict {kind}" id="verdict"><b>Verdict: {esc(status)}</b> '
-        f"(exit {esc(report.get('exit_code'))}){rule}<br>{esc(report.get('reason', ''))}</div>"
+        f"(exit {esc(report.exit_code)}){rule}<br>{esc(report.reason)}</div>"
     )
 
 
 def _facts(view: RunView) -> list[str]:
-    report, header = view.report or {}, view.header
+    report, header = view.report, view.header
     rows = [
-        ("model", report.get("model") or header.get("model")),
-        ("steps (model calls)", report.get("steps")),
-        ("tokens", f"{report.get('tokens_in', '?')} in, {report.get('tokens_out', '?')} out"),
-        ("time", f"{(report.get('durations') or {}).get('total', '?')} s"),
-        ("test command", report.get("test_cmd")),
+        ("model", (report.model if report else None) or header.get("model")),
+        ("steps (model calls)", report.steps if report else None),
+        ("tokens", f"{report.tokens_in} in, {report.tokens_out} out" if report else "? in, ? out"),
+        ("time", f"{((report.durations if report else None) or {}).get('total', '?')} s"),
+        ("test command", report.test_cmd if report else None),
         ("tree (sha256)", header.get("tree")),
         ("command", " ".join(map(str, header.get("argv") or [])) or None),
     ]
@@ -125,7 +124,7 @@ def _facts(view: RunView) -> list[str]:
 def _timeline(view: RunView) -> list[str]:
     """Where the time went: set-up, tests, the model server's start (the bundled model's),
     model, tools, verification, the rest."""
-    durations = (view.report or {}).get("durations") or {}
+    durations = (view.report.durations if view.report else None) or {}
     calls = [e for e in view.events if e.get("type") == "model_call"]
     tools = [e for e in view.events if e.get("type") == "tool_call"]
     checks = [e for e in view.events if e.get("type") == "verification"]
@@ -151,7 +150,7 @@ def _timeline(view: RunView) -> list[str]:
 
 def _setup(view: RunView) -> list[str]:
     """What set-up ran, how it went, and its whole log (the last MAX_SHOWN characters)."""
-    setup = (view.report or {}).get("setup") or {}
+    setup = (view.report.setup if view.report else None) or {}
     if not setup and view.setup_log is None:
         return []
     rows = [
@@ -177,7 +176,7 @@ def _setup(view: RunView) -> list[str]:
 def _baseline(view: RunView) -> list[str]:
     """The tests before any change: the headline, and each failing test's text as the first
     message showed it."""
-    before = (view.report or {}).get("tests_before") or {}
+    before = (view.report.tests_before if view.report else None) or {}
     event = view.first("tests_before") or {}
     out = ['<h2 id="tests-before">Tests before any change</h2>']
     headline = before.get("headline") or event.get("headline")
@@ -191,7 +190,7 @@ def _at_the_end(view: RunView) -> list[str]:
     """The last test run: its headline, and each failing test's text as the model last saw it."""
     if view.report is None:
         return []
-    after = view.report.get("tests_after")
+    after = view.report.tests_after
     out = ['<h2 id="tests-after">Tests at the end of the run</h2>']
     if not isinstance(after, dict):
         said = after if isinstance(after, str) else "not recorded: no test ran after a change"
@@ -269,8 +268,8 @@ def _first_message(view: RunView) -> list[str]:
     return out
 
 
-def _ci(report: dict[str, Any]) -> list[str]:
-    tests = (report.get("ci") or {}).get("tests") or []
+def _ci(view: RunView) -> list[str]:
+    tests = ((view.report.ci if view.report else None) or {}).get("tests") or []
     if not tests:
         return []
     rows = "".join(

@@ -1,20 +1,20 @@
-"""A run's outputs read for the page: report.json, trace.jsonl and fix.patch, each optional
-(a run killed, out of budget or stopped by its environment leaves some out), and the trace's
-events grouped into steps. Read only; nothing here trusts what it reads."""
+"""A run's outputs read for the page through its RunFolder (worker/record/folder.py):
+report.json, trace.jsonl and fix.patch, each optional (a run killed, out of budget or stopped by
+its environment leaves some out), and the trace's events grouped into steps. Read only; nothing
+here trusts what it reads."""
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from policies.secrets import NO_SECRETS, Secrets
+from worker.record.folder import REPORT, TRACE, RunFolder, TraceRead
+from worker.record.report import RunReport
 
 TEST_RUNS = ("tests_before", "tests_after")  # the report's test runs whose logs the page shows
-LOG_TAIL = 50_000  # bytes of a test run's log read at most: its end
 
 # Events of one step besides its model call and tool calls, drawn as one line each.
 NOTES = frozenset(
@@ -41,8 +41,8 @@ class RunView:
     """What the page shows of one run, and what it could not find."""
 
     folder: Path
-    report: dict[str, Any] | None
-    events: list[dict[str, Any]]
+    report: RunReport | None
+    trace: TraceRead  # no events when no trace was written
     patch: str | None
     missing: list[str]
     setup_log: str | None = None  # the set-up's whole output (setup.log), where it was kept
@@ -51,11 +51,15 @@ class RunView:
     test_logs: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.trace.events
+
+    @property
     def header(self) -> dict[str, Any]:
-        return next((e for e in self.events if e.get("type") == "run"), {})
+        return self.trace.header
 
     def first(self, kind: str) -> dict[str, Any] | None:
-        return next((e for e in self.events if e.get("type") == kind), None)
+        return self.trace.first(kind)
 
     def steps(self) -> list[Step]:
         """The trace's model calls, each with the tool calls and notes after it; a second
@@ -75,95 +79,41 @@ def load_run(folder: Path, *, secrets: Secrets = NO_SECRETS) -> RunView:
     run masked its own; fix.patch is the code as it is); whatever is absent is said in
     `missing`, never raised."""
     missing: list[str] = []
-    report = _json_file(folder / "report.json", missing)
-    events: list[dict[str, Any]] = []
-    trace = folder / "trace.jsonl"
-    if trace.is_file():
-        bad = 0
-        for line in trace.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                bad += 1
-                continue
-            if isinstance(event, dict):
-                events.append(event)
-            else:
-                bad += 1
-        if bad:
-            missing.append(f"{bad} line(s) of trace.jsonl could not be read (cut off mid-write?)")
-    else:
-        missing.append("trace.jsonl: no trace was written, so no steps can be shown")
-    if report is None and (folder / "report.json").exists() is False:
+    run = RunFolder(folder)
+    report: RunReport | None = None
+    try:
+        report = run.load_report()
+    except json.JSONDecodeError:
+        missing.append(f"{REPORT}: not readable JSON")
+    except (OSError, ValueError):
+        pass
+    trace = run.read_trace(secrets=secrets)
+    if trace is None:
+        missing.append(f"{TRACE}: no trace was written, so no steps can be shown")
+    elif trace.unreadable:
         missing.append(
-            "report.json: the run did not finish writing its report (killed?), so its "
+            f"{trace.unreadable} line(s) of {TRACE} could not be read (cut off mid-write?)"
+        )
+    if report is None and run.report_path.exists() is False:
+        missing.append(
+            f"{REPORT}: the run did not finish writing its report (killed?), so its "
             "verdict is unknown"
         )
-    patch_file = folder / "fix.patch"
-    patch = (
-        patch_file.read_text(encoding="utf-8", errors="replace") if patch_file.is_file() else None
-    )
-    log_file = folder / "setup.log"
-    setup_log = (
-        log_file.read_text(encoding="utf-8", errors="replace") if log_file.is_file() else None
-    )
-    test_logs = {key: log for key in TEST_RUNS if (log := _test_log(folder, report, key))}
+    patch, setup_log = run.read_patch(), run.read_setup_log()
+    test_logs = {
+        key: log for key in TEST_RUNS if report and (log := run.read_test_log(report, key))
+    }
     view = RunView(
         folder=folder,
-        report=secrets.mask_data(report),
-        events=secrets.mask_data(events),
+        report=RunReport.from_dict(report.to_dict(secrets=secrets)) if report else None,
+        trace=trace or TraceRead(events=[]),
         patch=secrets.mask_data(patch),
         missing=missing,
         setup_log=secrets.mask_data(setup_log),
         test_logs={k: (name, secrets.mask_data(text)) for k, (name, text) in test_logs.items()},
     )
-    if events and not any(e.get("type") == "model_call" for e in events):
+    if view.events and not any(e.get("type") == "model_call" for e in view.events):
         missing.append("no model call: the run ended before the model was asked")
-    if report is not None and report.get("verdict") is None and report.get("status") != "fixed":
+    if report is not None and report.verdict is None and report.status != "fixed":
         missing.append("no verdict: no edit was tested before the run ended")
     return view
-
-
-def _json_file(path: Path, missing: list[str]) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError:
-        missing.append(f"{path.name}: not readable JSON")
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _test_log(folder: Path, report: dict[str, Any] | None, key: str) -> tuple[str, str] | None:
-    """The end of a test run's log, where the report names one inside the run's folder (as
-    written, under its `out_dir`, wherever the folder is now): its name there and its text.
-    No link is followed, nothing outside the folder read."""
-    tests = (report or {}).get(key)
-    out_dir = (report or {}).get("out_dir")
-    if not isinstance(tests, dict) or not isinstance(tests.get("log"), str):
-        return None
-    if not isinstance(out_dir, str):
-        return None
-    try:
-        rel = Path(tests["log"]).relative_to(out_dir)
-    except ValueError:
-        return None
-    if not rel.parts or any(part in ("", ".", "..") for part in rel.parts):
-        return None
-    path = folder
-    for part in rel.parts[:-1]:
-        path = path / part
-        if path.is_symlink() or not path.is_dir():
-            return None
-    try:
-        fd = os.open(path / rel.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        file.seek(max(0, info.st_size - LOG_TAIL))
-        text = file.read(LOG_TAIL).decode("utf-8", errors="replace")
-    return rel.as_posix(), text

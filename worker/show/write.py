@@ -6,11 +6,11 @@ from pathlib import Path
 
 from policies.secrets import NO_SECRETS, Secrets
 from worker.errors import UsageError
+from worker.record.folder import PAGE, REPORT, TRACE, RunFolder
 from worker.show.eval_index import link, read_results, render_index, task_folders
 from worker.show.page import render_run
 from worker.show.view import load_run
 
-PAGE = "page.html"  # a run's page, in its own folder
 INDEX = "index.html"  # an eval's index, in its output folder
 
 
@@ -32,9 +32,9 @@ def write_pages(folder: Path, out: Path | None = None, *, secrets: Secrets = NO_
             links[task_id] = link(index, page)
         _write(index, render_index(read_results(folder), links))
         return index
-    if not any((folder / name).exists() for name in ("trace.jsonl", "report.json")):
+    if not RunFolder(folder).holds_a_run():
         raise UsageError(
-            f"{folder} holds neither trace.jsonl nor report.json (a worker fix or ci --out "
+            f"{folder} holds neither {TRACE} nor {REPORT} (a worker fix or ci --out "
             "folder) nor results.json (a worker eval --out folder)"
         )
     page = out or folder / PAGE
