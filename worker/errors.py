@@ -1,4 +1,4 @@
-"""The worker's own errors (the loop's endings are in worker/loop/agent.py). Exit codes are the
+"""The worker's own errors (the loop's endings are in worker/loop/endings.py). Exit codes are the
 command line's business: worker/cli/exit_codes.py maps every error class to one, in one table."""
 
 from __future__ import annotations
