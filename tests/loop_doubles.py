@@ -108,7 +108,7 @@ class ScriptedModel:
                 "timeout_s": settings.timeout_s,
                 "only": settings.only,
                 "pins": settings.pins,
-                "second_choices": settings.second_choices,
+                "ask_second_choices": settings.ask_second_choices,
                 "tools": [tool.name for tool in tools],
             }
         )
@@ -119,8 +119,8 @@ class ScriptedModel:
             raise reply
         problem = refusal(reply, tools, settings)
         assert problem is None, (
-            f"request {n} (only={settings.only}, pins={settings.pins}, second_choices="
-            f"{settings.second_choices}): no json_schema endpoint sends this reply: {problem}"
+            f"request {n} (only={settings.only}, pins={settings.pins}, ask_second_choices="
+            f"{settings.ask_second_choices}): no json_schema endpoint sends this reply: {problem}"
         )
         return reply
 
@@ -147,10 +147,10 @@ def refusal(reply: ModelReply, tools: Sequence[ToolSpec], settings: CallSettings
     problem = _arguments(answer, spec, pinned)
     if problem:
         return problem
-    if reply.second_choices and not settings.second_choices:
+    if reply.alternatives and not settings.ask_second_choices:
         return "second choices, which the request did not ask for"
     seen = {answer.key()}
-    for second in reply.second_choices:
+    for second in reply.alternatives:
         if second.call.name != answer.name:
             return f"a second choice calling {second.call.name}, not {answer.name}"
         args = second.call.arguments or {}

@@ -206,17 +206,17 @@ def test_second_choices_are_the_answer_with_a_runner_up_token_that_still_fits() 
             reply = client.complete(
                 MESSAGES,
                 [replace_spec],
-                CallSettings(only=("replace",), pins=pins, second_choices=True),
+                CallSettings(only=("replace",), pins=pins, ask_second_choices=True),
             )
     sent = server.requests[0]
     assert sent["logprobs"] is True and sent["top_logprobs"] >= 5
     assert reply.tool_calls[0].arguments == {"path": "a.py", "old": "x - y", "new": "x - y"}
-    seconds = [(c.call.arguments, c.token) for c in reply.second_choices]
+    seconds = [(c.call.arguments, c.token) for c in reply.alternatives]
     assert seconds == [
         ({"path": "a.py", "old": "x - y", "new": "x + y"}, " +"),  # the likelier first
         ({"path": "a.py", "old": "x - y", "new": "x * y"}, " *"),
     ]
-    assert abs(reply.second_choices[0].probability - math.exp(-1.2)) < 1e-9
+    assert abs(reply.alternatives[0].probability - math.exp(-1.2)) < 1e-9
 
 
 def test_an_endpoint_that_refuses_logprobs_still_answers_without_second_choices() -> None:
@@ -225,9 +225,9 @@ def test_an_endpoint_that_refuses_logprobs_still_answers_without_second_choices(
     script = [http_error(400, refusal), text(answer), text(answer)]
     with ScriptedServer(script=script) as server:
         with model(server, "json_schema") as client:
-            first = client.complete(MESSAGES, TOOLS, CallSettings(second_choices=True))
-            client.complete(MESSAGES, TOOLS, CallSettings(second_choices=True))
-    assert first.tool_calls[0].arguments == {"path": "b.py"} and first.second_choices == ()
+            first = client.complete(MESSAGES, TOOLS, CallSettings(ask_second_choices=True))
+            client.complete(MESSAGES, TOOLS, CallSettings(ask_second_choices=True))
+    assert first.tool_calls[0].arguments == {"path": "b.py"} and first.alternatives == ()
     asked = ["logprobs" in request for request in server.requests]
     assert asked == [True, False, False]  # refused once, never asked again
 

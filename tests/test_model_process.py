@@ -79,10 +79,10 @@ def test_second_choices_cross_the_pipe():
     with ScriptedServer(script=script) as server:
         with connected(server, tool_mode="json_schema") as client:
             reply = client.complete(
-                MESSAGES, [READ], CallSettings(only=("read_file",), second_choices=True)
+                MESSAGES, [READ], CallSettings(only=("read_file",), ask_second_choices=True)
             )
     assert reply.tool_calls[0].arguments == {"path": "b.py"}
-    (second,) = reply.second_choices  # what the model nearly wrote, rebuilt on this side
+    (second,) = reply.alternatives  # what the model nearly wrote, rebuilt on this side
     assert second.call.arguments == {"path": "b.pyi"} and second.token == '.pyi"}}'
     assert server.requests[0]["logprobs"] is True
 

@@ -75,7 +75,7 @@ def nearly(reply: ModelReply, *news: str) -> ModelReply:
         )
         for i, new in enumerate(news)
     )  # fmt: skip
-    return replace(reply, second_choices=seconds)
+    return replace(reply, alternatives=seconds)
 
 
 def events(tmp_path, kind: str) -> list[dict[str, Any]]:
@@ -355,7 +355,7 @@ def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path
     assert result.fixed and env.files["calc.py"] == FIXED_AT_LINE_1
     # Asked for with the pinned samples only; the one that parses was run by the tests alone
     # (no model call) and, not being a model answer, left the third sample its turn.
-    assert [r["second_choices"] for r in model.requests] == [False, True, True]
+    assert [r["ask_second_choices"] for r in model.requests] == [False, True, True]
     seconds = events(tmp_path, "second_choice")
     assert len(seconds) == 1 and seconds[0]["sample"] == 2 and seconds[0]["token"] == " +"
     undone = events(tmp_path, "sample_undone")

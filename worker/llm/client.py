@@ -44,13 +44,13 @@ from worker.llm.types import (
 from worker.llm.wire_text import (
     FINAL_ANSWER,
     action_response_format,
+    alternatives_of,
     parse_action,
     parse_text_tool_calls,
     to_text_history,
     tool_prompt,
     with_system_addition,
 )
-from worker.llm.wire_text import second_choices as wire_second_choices
 
 __all__ = [
     "FINAL_ANSWER",
@@ -193,7 +193,7 @@ class OpenAIModel:
         over the configured one; in json_schema mode, the tools the reply may call (the prompt
         still describes every tool, so a server's prompt cache still holds), arguments pinned
         the same way, and the second choices (the calls the runner-up tokens spell, from the
-        answer's token log-probabilities; see wire_text.second_choices); and the whole call's
+        answer's token log-probabilities; see wire_text.alternatives_of); and the whole call's
         time, retries included: when `settings.timeout_s` runs out the call raises
         CallOutOfTime. A request too long for the model's window raises ContextTooLong (never
         retried, never a reason to switch mode).
@@ -267,7 +267,7 @@ class OpenAIModel:
     ) -> ModelReply:
         body = self._request(messages, tools, mode, settings)
         seconds = (
-            settings.second_choices and mode == "json_schema" and bool(tools) and self._logprobs
+            settings.ask_second_choices and mode == "json_schema" and bool(tools) and self._logprobs
         )
         if seconds:
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
@@ -288,7 +288,7 @@ class OpenAIModel:
         nearly: tuple[SecondChoice, ...] = ()
         tokens = _token_choices(choice) if seconds else []
         if tokens and len(calls) == 1:
-            nearly = wire_second_choices(tokens, calls[0], settings.pins)
+            nearly = alternatives_of(tokens, calls[0], settings.pins)
         return ModelReply(
             content=content,
             tool_calls=calls,
@@ -300,7 +300,7 @@ class OpenAIModel:
             mode=mode,
             request_bytes=len(json.dumps(body).encode()),
             attempts=attempts,
-            second_choices=nearly,
+            alternatives=nearly,
             answer=message.content,
             logprobs=tuple(tokens),
         )

@@ -29,15 +29,16 @@ def plain_pins(pins: Pins | None) -> dict[str, dict[str, Any]] | None:
 class CallSettings:
     """What one model call is asked beyond its conversation, chosen by the caller for that call
     alone. `temperature`: None is the client's configured one. `only`: the tools the reply may
-    call (None: any). `pins`: arguments those tools' calls must carry. `second_choices`: bring
-    back the edits the runner-up tokens spell. `only`, `pins` and `second_choices` bind in
-    json_schema mode only; native and text modes cannot enforce them and ignore them.
+    call (None: any). `pins`: arguments those tools' calls must carry. `ask_second_choices`:
+    bring back the edits the runner-up tokens spell (`ModelReply.alternatives`). `only`, `pins`
+    and `ask_second_choices` bind in json_schema mode only; native and text modes cannot enforce
+    them and ignore them.
     `timeout_s`: the whole call's time, retries included (None: no limit but the client's)."""
 
     temperature: float | None = None
     only: tuple[str, ...] | None = None
     pins: Pins | None = None
-    second_choices: bool = False
+    ask_second_choices: bool = False
     timeout_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,7 +47,7 @@ class CallSettings:
             "temperature": self.temperature,
             "only": list(self.only) if self.only is not None else None,
             "pins": plain_pins(self.pins),
-            "second_choices": self.second_choices,
+            "ask_second_choices": self.ask_second_choices,
             "timeout_s": self.timeout_s,
         }
 
@@ -57,7 +58,7 @@ class CallSettings:
             temperature=data.get("temperature"),
             only=tuple(only) if only is not None else None,
             pins=data.get("pins") or None,
-            second_choices=bool(data.get("second_choices", False)),
+            ask_second_choices=bool(data.get("ask_second_choices", False)),
             timeout_s=data.get("timeout_s"),
         )
 
@@ -175,7 +176,9 @@ class ModelReply:
     mode: str
     request_bytes: int = 0
     attempts: int = 1
-    second_choices: tuple[SecondChoice, ...] = ()  # likeliest first; asked for, json_schema mode
+    # Its second choices (what the model nearly wrote), likeliest first: where asked for
+    # (`CallSettings.ask_second_choices`), in json_schema mode.
+    alternatives: tuple[SecondChoice, ...] = ()
     # What `worker replay` serves again: the answer's text as the endpoint sent it (before its
     # tool calls were parsed out of it), and the tokens and runner-ups second choices came from.
     answer: str | None = None
@@ -191,14 +194,14 @@ class ModelReply:
         calls = tuple(ToolCall(**call) for call in data["tool_calls"])
         seconds = tuple(
             SecondChoice(**{**second, "call": ToolCall(**second["call"])})
-            for second in data.get("second_choices", ())
+            for second in data.get("alternatives", ())
         )
         usage = Usage(**data["usage"])
         logprobs = tuple(
             (str(token), tuple((str(o), float(p)) for o, p in others))
             for token, others in data.get("logprobs", ())
         )
-        return cls(**{**data, "tool_calls": calls, "usage": usage, "second_choices": seconds,
+        return cls(**{**data, "tool_calls": calls, "usage": usage, "alternatives": seconds,
                       "logprobs": logprobs})  # fmt: skip
 
     def assistant_message(self) -> dict[str, Any]:

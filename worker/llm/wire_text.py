@@ -235,7 +235,7 @@ def parse_action(text: str, new_id: Callable[[], str]) -> tuple[str | None, tupl
     return None, (ToolCall(id=new_id(), name="", arguments=None, raw_arguments=text, error=error),)
 
 
-def second_choices(
+def alternatives_of(
     tokens: Sequence[TokenChoices], call: ToolCall, pins: Pins | None
 ) -> tuple[SecondChoice, ...]:
     """The json_schema-mode answer `tokens` spelled out, again with one token swapped for a

@@ -30,7 +30,7 @@ from worker.loop.endings import BudgetExhausted, GaveUp, Stuck
 from worker.loop.failing_first import FailingFirst, accounted
 from worker.loop.history import compact, shrink
 from worker.loop.interfaces import Environment, Model
-from worker.loop.opening import Messages, Opening, Plain
+from worker.loop.opening import Conversation, Opening, Plain
 from worker.loop.stuck import StuckDetector
 from worker.loop.trace import Trace, replay_fields
 from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing, outcome
@@ -91,7 +91,7 @@ class Agent:
                 turn = self._on_claim(messages, reply)
         return turn.done
 
-    def _start(self, goal: str, baseline: TestRun, listing: str, sources: str) -> Messages:
+    def _start(self, goal: str, baseline: TestRun, listing: str, sources: str) -> Conversation:
         """The tools, the clocks and the first two messages (the prefix every request keeps)."""
         if self.budgets.max_wall_s is not None:  # test runs too end within the time budget
             self.env.end_by(self.started_at + self.budgets.max_wall_s)
@@ -103,7 +103,7 @@ class Agent:
             goal=goal, tests=baseline.render(max_failures=self.shown_failures), listing=listing,
             sources=sources, suspects=self.opening.hint(baseline),
         )  # fmt: skip
-        messages: Messages = [
+        messages: Conversation = [
             {"role": "system", "content": prompts.system_prompt(names)},
             {"role": "user", "content": task},
         ]
@@ -124,7 +124,7 @@ class Agent:
         if reason:
             raise BudgetExhausted(reason)
 
-    def ask(self, messages: Messages, settings: CallSettings = PLAIN) -> ModelReply:
+    def ask(self, messages: Conversation, settings: CallSettings = PLAIN) -> ModelReply:
         """One model answer the loop can use; an answer cut off by length is not one.
 
         A cut-off answer (a runaway string, a half-written tool call) is not run: the model is
@@ -143,7 +143,7 @@ class Agent:
             reply = self._ask_once(messages, replace(settings, temperature=REPEAT_TEMPERATURE))
         return reply
 
-    def run_calls(self, messages: Messages, reply: ModelReply, *, idle: bool = True) -> Turn:
+    def run_calls(self, messages: Conversation, reply: ModelReply, *, idle: bool = True) -> Turn:
         """A reply's tool calls run, its turn in the history, then: fixed and verified yet?
         `idle`: a step without progress counts towards stuck detection's idle steps."""
         messages.append(reply.assistant_message())
@@ -200,7 +200,7 @@ class Agent:
             return None
         return self.budgets.max_wall_s - (time.monotonic() - self.started_at)
 
-    def _ask_once(self, messages: Messages, settings: CallSettings) -> ModelReply:
+    def _ask_once(self, messages: Conversation, settings: CallSettings) -> ModelReply:
         started = time.monotonic()
         sent = compact(messages, max_chars=self.max_context_chars)
         while True:
@@ -307,7 +307,7 @@ class Agent:
             tokens=self.usage.tokens, elapsed_s=time.monotonic() - self.started_at,
         )  # fmt: skip
 
-    def _check_done(self, messages: Messages, *, idle: bool = True) -> LoopResult | None:
+    def _check_done(self, messages: Conversation, *, idle: bool = True) -> LoopResult | None:
         tests = self.last_tests
         patch = self.env.diff()
         suite, self._suite_run = self._suite_run, None
@@ -323,7 +323,7 @@ class Agent:
             raise Stuck(f"no progress in the last {self._stuck.idle_steps} steps")
         return None
 
-    def _on_claim(self, messages: Messages, reply: ModelReply) -> Turn:
+    def _on_claim(self, messages: Conversation, reply: ModelReply) -> Turn:
         """The model answered without a tool call: it thinks it is done. The harness checks."""
         self.last_tests = tests = self.env.run_tests()
         headline = tests.headline()

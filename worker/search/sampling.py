@@ -20,7 +20,7 @@ from tools.replace import loosened
 from worker.llm.types import CallSettings, ModelReply, Pins, ToolCall, ToolSpec, Usage
 from worker.loop.agent import REPEAT_TEMPERATURE
 from worker.loop.endings import SamplesSpent
-from worker.loop.opening import Messages, Moves
+from worker.loop.opening import Conversation, Moves
 from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing
 from worker.search import prompts
 from worker.search.second import worth_trying
@@ -82,7 +82,7 @@ class FirstEdits:
         failed = baseline.failing()
         return render(self.suspects, failed=int(failed) if failed < float("inf") else 0)
 
-    def play(self, moves: Moves, messages: Messages) -> Turn:
+    def play(self, moves: Moves, messages: Conversation) -> Turn:
         if not self.samples:  # the first reply must be an edit, where first_tools say so
             return Turn(then=CallSettings(only=self.first_tools))
         done = _Search(opening=self, moves=moves, messages=messages, head=len(messages)).run()
@@ -101,7 +101,7 @@ class _Sample:
     """One sampled first edit: the tests after it, its turn, its calls."""
 
     tests: TestRun | None
-    turn: Messages
+    turn: Conversation
     calls: Sequence[ToolCall]
     undone: bool
     second: bool = False  # a second choice: no model answer, so not one of `edit_samples`
@@ -113,7 +113,7 @@ class _Search:
 
     opening: FirstEdits
     moves: Moves
-    messages: Messages
+    messages: Conversation
     head: int  # the messages before the first sample: every sample is asked after them
     tried: set[str] = field(default_factory=set)
     samples: list[_Sample] = field(default_factory=list)
@@ -181,7 +181,7 @@ class _Search:
 
     def _second_choices(self, reply: ModelReply, n: int, asked: int) -> LoopResult | None:
         """The likeliest not tried yet: a later answer often nearly wrote what an earlier did."""
-        untried = [c for c in reply.second_choices if _calls_key((c.call,)) not in self.tried]
+        untried = [c for c in reply.alternatives if _calls_key((c.call,)) not in self.tried]
         for k, choice in enumerate(worth_trying(untried, self.opening.second_choices), start=1):
             with self.moves.grouped(sample=n, second=k):
                 self.moves.check_budgets()
