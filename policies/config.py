@@ -18,6 +18,11 @@ key by key; a list replaces the list below it. Path deny lists add to the built-
     [paths]     read_allow, read_deny, write_allow, write_deny, allow_edit_tests
     [output]    max_bytes, max_lines
     [prices."model-name"]  input, output   (USD per million tokens)
+
+An upper layer may declare top-level keys of its own (`search`: the search's settings, declared
+in worker/search/settings.py, such as `edit_samples = 3`): their schema is given to
+`config_schema` and `load_config`, their values come back in `WorkerConfig.search`, and what
+they mean is that layer's alone.
 """
 
 from __future__ import annotations
@@ -94,8 +99,9 @@ def preset_values(name: str) -> dict[str, Any]:
     raise ConfigError(f"unknown preset {name!r}; presets are: {', '.join(PRESETS)}")
 
 
-def config_schema() -> dict[str, Any]:
-    """The JSON Schema of the config table (`[tool.worker]` or `worker.toml`)."""
+def config_schema(search: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON Schema of the config table (`[tool.worker]` or `worker.toml`); `search`: the
+    schemas of the keys an upper layer declares (after the model-call keys)."""
 
     def table(props: dict[str, Any], **extra: Any) -> dict[str, Any]:
         return {"type": "object", "properties": props, "additionalProperties": False, **extra}
@@ -116,13 +122,7 @@ def config_schema() -> dict[str, Any]:
             "image": text,
             "tool_mode": {"enum": list(TOOL_MODES)},
             "edit_tools": {"enum": list(EDIT_TOOLS)},
-            "first_edit": {"type": "boolean"},
-            "undo_worse_edits": {"type": "boolean"},
-            "edit_samples": {"type": "integer", "minimum": 1, "maximum": 16},
-            "verify_ahead": {"type": "boolean"},
-            "locate": {"type": "boolean"},
-            "converse": {"type": "boolean"},
-            "second_choices": {"type": "integer", "minimum": 0, "maximum": 16},
+            **{key: dict(schema) for key, schema in (search or {}).items()},
             "model": text,
             "base_url": text,
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
@@ -177,27 +177,8 @@ class WorkerConfig:
     truncation: Truncation = field(default_factory=Truncation)
     tool_mode: ToolMode = "auto"
     edit_tools: EditTools = "both"
-    # The first reply must edit the code the first message shows; None: for the bundled model
-    # only (measured in docs/evaluation.md).
-    first_edit: bool | None = None
-    # An edit after which more tests fail is undone; None: for the bundled model only.
-    undo_worse_edits: bool | None = None
-    # First edits tried on the original tree when the first reply must be an edit; None: 5 for
-    # the bundled model (its prompt cache makes each one cost its answer alone), 1 otherwise.
-    edit_samples: int | None = None
-    # After each edit, the clean re-run of the patch starts beside the working copy's run; None:
-    # for a hosted model only (the bundled one shares the cores, and most small-model edits fail).
-    verify_ahead: bool | None = None
-    # One traced run of the failing tests' files ranks the lines they run (fault localisation);
-    # None: for the bundled model only (it costs a test run, and hosted models read code well).
-    locate: bool | None = None
-    # After first-edit samples none of which fixed, the run goes on as a conversation; None: not
-    # for the bundled model (in six measured arms its conversation never fixed a task).
-    converse: bool | None = None
-    # After a sample pointed at a line, this many edits the model nearly wrote (one token
-    # swapped for its runner-up, from the answer's logprobs) are tried by the tests alone;
-    # None: for the bundled model only (json_schema mode).
-    second_choices: int | None = None
+    # The values of the keys an upper layer declared (config_schema's `search`), as given.
+    search: Mapping[str, object] = field(default_factory=dict)
     model: str | None = None
     base_url: str | None = None
     temperature: float = 0.0
@@ -208,6 +189,7 @@ class WorkerConfig:
     def __post_init__(self) -> None:
         frozen = {m: MappingProxyType(dict(p)) for m, p in self.prices.items()}
         object.__setattr__(self, "prices", MappingProxyType(frozen))
+        object.__setattr__(self, "search", MappingProxyType(dict(self.search)))
 
     def price_for(self, model: str) -> Mapping[str, float] | None:
         """The user's price for `model` (`input`/`output` USD per million tokens), if given."""
@@ -215,9 +197,14 @@ class WorkerConfig:
 
 
 def load_config(
-    repo: Path, *, preset: str | None = None, overrides: Mapping[str, object] | None = None
+    repo: Path,
+    *,
+    preset: str | None = None,
+    overrides: Mapping[str, object] | None = None,
+    search: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> WorkerConfig:
-    """Load the configuration of `repo`; `overrides` are command-line values (None = unset).
+    """Load the configuration of `repo`; `overrides` are command-line values (None = unset);
+    `search`: the keys an upper layer declares, with their schemas (config_schema).
 
     Override keys are a top-level key (`model`), a section key by its own name (`max_steps`)
     or dotted (`budgets.max_steps`). Raises `ConfigError` naming the offending key.
@@ -225,7 +212,7 @@ def load_config(
     repo = Path(repo)
     if not repo.is_dir():
         raise ConfigError(f"repository {str(repo)!r} is not a directory")
-    schema = config_schema()
+    schema = config_schema(search)
     source, file_layer = _read_file(repo)
     if source:
         _validate(file_layer, schema, source)
@@ -234,7 +221,7 @@ def load_config(
     name = preset or cast(str | None, flags.get("preset")) or file_layer.get("preset") or "default"
     merged = _merge(_merge(preset_values(name), file_layer), flags)
     try:
-        return _build(merged, name, sources=(source,) if source else ())
+        return _build(merged, name, search=search or {}, sources=(source,) if source else ())
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
 
@@ -324,7 +311,13 @@ def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> WorkerConfig:
+def _build(
+    merged: dict[str, Any],
+    preset: str,
+    *,
+    search: Mapping[str, object],
+    sources: tuple[str, ...],
+) -> WorkerConfig:
     path_keys = dict(merged.get("paths", {}))
     allow_edit_tests = bool(path_keys.pop("allow_edit_tests", False))
     paths = PathPolicy().with_overrides(**path_keys, allow_edit_tests=allow_edit_tests)
@@ -347,13 +340,7 @@ def _build(merged: dict[str, Any], preset: str, *, sources: tuple[str, ...]) -> 
         truncation=Truncation(**merged.get("output", {})),
         tool_mode=merged.get("tool_mode", "auto"),
         edit_tools=merged.get("edit_tools", "both"),
-        first_edit=merged.get("first_edit"),
-        undo_worse_edits=merged.get("undo_worse_edits"),
-        edit_samples=merged.get("edit_samples"),
-        verify_ahead=merged.get("verify_ahead"),
-        locate=merged.get("locate"),
-        converse=merged.get("converse"),
-        second_choices=merged.get("second_choices"),
+        search={key: merged[key] for key in search if key in merged},
         model=merged.get("model"),
         base_url=merged.get("base_url"),
         temperature=float(merged.get("temperature", 0.0)),

@@ -14,12 +14,14 @@ from policies.config import WorkerConfig, load_config
 from policies.secrets import run_secrets
 from sandbox.home import worker_home
 from sandbox.worktree.workspace import remove_dir
+from worker.cli.loop_flags import search_overrides
 from worker.cli.setup_flags import setup_overrides
 from worker.errors import UsageError
 from worker.llm import pricing
 from worker.record.folder import OUTPUTS, RUN_DIR, TRIAGE_DIR
 from worker.run.deliver import check_branch_request
 from worker.run.fix import Endpoint, FixRequest
+from worker.search.settings import config_fragment
 
 LOCAL = "local"
 
@@ -44,14 +46,9 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "max_wall_s": args.timeout,
             "tool_mode": args.tool_mode,
             "edit_tools": args.edit_tools,
-            "first_edit": args.first_edit,
-            "undo_worse_edits": args.undo_worse_edits,
-            "edit_samples": args.edit_samples,
-            "verify_ahead": args.verify_ahead,
-            "locate": args.locate,
-            "converse": args.converse,
-            "second_choices": args.second_choices,
+            **search_overrides(args),
         },
+        search=config_fragment(),
     )
     endpoint = choose_endpoint(args, config)
     price = pricing.price_for(endpoint.model, config.prices)

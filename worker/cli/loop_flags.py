@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import argparse
 
+from worker.search.settings import SETTINGS, Setting
+
 # The flags `add_loop_arguments` adds, as `worker eval` passes them on.
-LOOP_FLAGS: tuple[str, ...] = (
-    "--tool-mode",
-    "--edit-tools",
-    "--first-edit",
-    "--undo-worse-edits",
-    "--edit-samples",
-    "--verify-ahead",
-    "--locate",
-    "--converse",
-    "--second-choices",
-)
+LOOP_FLAGS: tuple[str, ...] = ("--tool-mode", "--edit-tools", *(s.flag for s in SETTINGS))
 
 
 def add_loop_arguments(p: argparse.ArgumentParser) -> None:
-    """How the model's calls are sent and which edits and loop aids it gets."""
+    """How the model's calls are sent and which edits and loop aids it gets (the search's
+    settings: one flag each, from worker/search/settings.SETTINGS)."""
     p.add_argument("--tool-mode", default=None, choices=["auto", "native", "json_schema", "text"])
     p.add_argument(
         "--edit-tools",
@@ -28,53 +21,20 @@ def add_loop_arguments(p: argparse.ArgumentParser) -> None:
         choices=["patch", "replace", "both"],
         help="edit tools the model gets (default both)",
     )
-    p.add_argument(
-        "--first-edit",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="the first reply must edit the code shown (default: for the bundled model only)",
-    )
-    p.add_argument(
-        "--undo-worse-edits",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="undo an edit that makes more tests fail (default: for the bundled model only)",
-    )
-    p.add_argument(
-        "--edit-samples",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --first-edit, first edits tried on the original tree until one fixes "
-        "(default: 5 for the bundled model, else 1)",
-    )
-    p.add_argument(
-        "--verify-ahead",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="start the clean re-run of each edit beside the working copy's run "
-        "(default: for a hosted model only)",
-    )
-    p.add_argument(
-        "--locate",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="rank the lines the failing tests run (one traced test run) and point the model "
-        "at them (default: for the bundled model only)",
-    )
-    p.add_argument(
-        "--converse",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="when no sampled first edit fixed, go on as a conversation until a budget ends "
-        "the run (default: not for the bundled model)",
-    )
-    p.add_argument(
-        "--second-choices",
-        type=int,
-        default=None,
-        metavar="N",
-        help="after a sample pointed at a line, try N edits the model nearly wrote (one "
-        "token swapped for its runner-up) with the tests alone, no model call (json_schema "
-        "mode; default: 5 for the bundled model, else 0)",
-    )
+    for setting in SETTINGS:
+        add_setting_flag(p, setting)
+
+
+def add_setting_flag(p: argparse.ArgumentParser, setting: Setting) -> None:
+    """A yes/no setting's `--x/--no-x`, a count's `--x N`; unset is None, so the config file's
+    value or the profile's stands."""
+    if setting.kind is bool:
+        action = argparse.BooleanOptionalAction
+        p.add_argument(setting.flag, action=action, default=None, help=setting.help)
+    else:
+        p.add_argument(setting.flag, type=int, default=None, metavar="N", help=setting.help)
+
+
+def search_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The search's flags as config overrides (None: not given)."""
+    return {s.name: getattr(args, s.name) for s in SETTINGS}

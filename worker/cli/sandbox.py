@@ -24,6 +24,7 @@ from sandbox.testrun.run import run_tests as run_test_cmd
 from sandbox.worktree.workspace import make_run_dir, remove_dir
 from worker.cli.setup_flags import add_setup_arguments, setup_overrides
 from worker.errors import UsageError
+from worker.search.settings import config_fragment
 
 
 def _progress(message: str) -> None:
@@ -116,7 +117,9 @@ def run_tests(args: argparse.Namespace) -> int:
     repo = args.repo.resolve()
     if not repo.is_dir():
         raise UsageError(f"repository not found: {args.repo}")
-    config = load_config(repo, preset=args.policy, overrides=setup_overrides(args))
+    config = load_config(
+        repo, preset=args.policy, overrides=setup_overrides(args), search=config_fragment()
+    )
     ecosystem = ecosystem_for(repo, args.test_cmd or config.test_cmd)
     choice = choose_setup(repo, config, ecosystem)
     image = args.image or config.image

@@ -29,6 +29,7 @@ from sandbox.testrun.verdict import TOKEN_PROPERTY, tampering
 from sandbox.testrun.verify import verify_patch
 from sandbox.worktree.workspace import remove_dir, snapshot
 from worker.evaluate.tasks import EvalTask
+from worker.search.settings import config_fragment
 
 _PATHS = re.compile(r"^(?:\+\+\+ b/|--- a/|rename (?:from|to) |copy (?:from|to) )(.+)$", re.M)
 MAX_REASONS = 8
@@ -78,7 +79,11 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
     reasons += tampering(patch)
     if reasons:
         return Recheck(resolved=False, reasons=tuple(reasons[:MAX_REASONS]))
-    config = load_config(repo, overrides={"test_cmd": task.test_cmd, "setup": task.setup})
+    config = load_config(
+        repo,
+        overrides={"test_cmd": task.test_cmd, "setup": task.setup},
+        search=config_fragment(),  # a task's worker.toml may set them: they are valid keys
+    )
     ecosystem = ecosystem_for(repo, config.test_cmd)  # as the run chose it, and below
     prepared = prepare(
         backend="docker",

@@ -2,7 +2,8 @@
 bundled small one, each value next to its evidence (docs/evaluation.md has the runs).
 
 `worker fix` chooses a profile by the endpoint, then lays the user's own settings over it
-(`--edit-samples`, `--second-choices`, a config file's keys): a value the user gave wins.
+(`--edit-samples`, `--second-choices`, a config file's keys): a value the user gave wins. Those
+settings, and their default for each profile, are declared in worker/search/settings.py.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from worker.search.settings import SETTINGS, defaults
+
 
 @dataclass(frozen=True, kw_only=True)
 class Profile:
-    """The loop's settings and the search's, for one kind of model."""
+    """The loop's settings and the search's, for one kind of model (the fields after
+    `shown_failures` are worker/search/settings.SETTINGS, typed)."""
 
     name: str
     bundled: bool  # the answer cap of policies/budgets.answer_cap for the bundled model
@@ -30,21 +34,10 @@ class Profile:
     converse: bool  # after samples none of which fixed, go on as a conversation
 
     def with_config(self, config: Any) -> Profile:
-        """This profile with each of the user's settings (USER_SET) that is not None over it."""
-        given = {name: getattr(config, name) for name in USER_SET}
+        """This profile with each of the user's settings (`config.search`: the keys of
+        worker/search/settings.SETTINGS the file or the flags gave) over it."""
+        given = {s.name: config.search.get(s.name) for s in SETTINGS}
         return replace(self, **{name: v for name, v in given.items() if v is not None})
-
-
-# The settings a user may give (flags, config keys of policies/config.WorkerConfig).
-USER_SET = (
-    "undo_worse_edits",
-    "verify_ahead",
-    "locate",
-    "first_edit",
-    "edit_samples",
-    "second_choices",
-    "converse",
-)
 
 
 HOSTED = Profile(
@@ -54,13 +47,7 @@ HOSTED = Profile(
     call_timeout_s=120.0,
     context_chars=60_000,
     shown_failures=10,
-    undo_worse_edits=False,
-    verify_ahead=True,
-    locate=False,
-    first_edit=False,
-    edit_samples=1,
-    second_choices=0,
-    converse=True,
+    **defaults(bundled=False),
 )
 
 BUNDLED = Profile(
@@ -76,24 +63,7 @@ BUNDLED = Profile(
     # 6.4k of them failures): 3 failing tests, with --no-converse, took arm N's tokens from 33k
     # to 7k and lost no fix.
     shown_failures=3,
-    undo_worse_edits=True,
-    # An unused clean re-check costs a test run's CPU, on the cores that run the model.
-    verify_ahead=False,
-    locate=True,
-    first_edit=True,
-    # The greedy edit, one per top suspect line, then the warmer retries of those lines
-    # (sampling.HOT_RETRIES); an answer refused or repeated does not count (at most 2 answers a
-    # sample). On 26 fresh planted tasks with a cap of 8 (arm U), 4 of the 9 fixes came from
-    # warmer retries, 2 of them from the 5th sample; samples 6 to 8 fixed none and took the
-    # median prompt tokens from 14.6k to 20.7k. So the cap is 5, read off that run, and checked
-    # on the fresh seeds of arms V and W (9 of 17, 12 of 23).
-    edit_samples=5,
-    # After each pinned sample, the 5 likeliest untried one-token swaps that may parse: 3 of V's
-    # 9 fixes and 2 of W's 12 came from one (docs/evaluation.md).
-    second_choices=5,
-    # Samples only: in arms F to M every fix came from the greedy answer or a sample; the
-    # conversation after the samples fixed nothing in about 50 runs, and it is what cost tokens.
-    converse=False,
+    **defaults(bundled=True),
 )
 
 
