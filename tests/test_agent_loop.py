@@ -42,8 +42,8 @@ def test_a_fix_is_verified_on_the_clean_copy_and_ends_the_loop(tmp_path):
     model = ScriptedModel([call("read_file", path="calc.py"), FIX])
     agent = make_agent(model, env, tmp_path)
     result = start(agent, env)
-    assert result.fixed and env.verifications == 1 and env.files["calc.py"] == FIXED
-    assert result.verdict is not None and result.verdict.rule == "junit"
+    assert result.verification.passed and env.verifications == 1 and env.files["calc.py"] == FIXED
+    assert result.verification.verdict.rule == "junit"
     assert agent.usage.steps == 2 and agent.usage.tokens == 120
     assert "test_mean" in model.requests[0]["messages"][1]["content"]
 
@@ -101,7 +101,7 @@ def test_verify_ahead_starts_each_edits_clean_run_with_the_patch_of_that_edit(tm
     model = ScriptedModel([MISTAKE, edit(WRONG_LINE, FIXED_LINE)])
     agent = make_agent(model, env, tmp_path)
     agent.verify_ahead = True
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     assert env.ahead == [unified("calc.py", BUGGY, WRONG), unified("calc.py", BUGGY, FIXED)]
     assert env.verifications == 1
 
@@ -109,7 +109,7 @@ def test_verify_ahead_starts_each_edits_clean_run_with_the_patch_of_that_edit(tm
 def test_without_verify_ahead_no_clean_run_starts_before_the_tests_say_fixed(tmp_path):
     env = MemoryEnvironment(repo())
     model = ScriptedModel([MISTAKE, edit(WRONG_LINE, FIXED_LINE)])
-    assert start(make_agent(model, env, tmp_path), env).fixed
+    assert start(make_agent(model, env, tmp_path), env).verification.passed
     assert env.ahead == [] and env.verifications == 1
 
 
@@ -171,7 +171,7 @@ def test_a_request_too_long_is_retried_compacted(tmp_path):
     reads = [call("read_file", path=p) for p in ("big.py", "a.py", "b.py", "calc.py")]
     model = ScriptedModel([*reads, ContextTooLong("too long"), FIX])
     agent = make_agent(model, env, tmp_path)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     refused, retried = (history_chars(r["messages"]) for r in model.requests[4:6])
     assert retried < refused and COLLAPSED.split(":")[0] in str(model.requests[5]["messages"])
     # The prefix the server caches (system prompt, task) is the same in every request.
@@ -188,7 +188,7 @@ def test_old_observations_are_collapsed_to_fit_the_context(tmp_path):
         model=model, env=env, budgets=Budgets(), trace=Trace(path=tmp_path / "t.jsonl"),
         max_context_chars=8_000,
     )  # fmt: skip
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     last = model.requests[-1]["messages"]
     results = [m["content"] for m in last if m["role"] == "tool"]
     # The oldest results are collapsed, the newest stay whole; the history grew past 25,000.
@@ -207,7 +207,7 @@ def test_an_edit_that_makes_more_tests_fail_is_undone_and_the_model_told(tmp_pat
     model = ScriptedModel([worse, FIX])
     agent = make_agent(model, env, tmp_path)
     agent.undo_worse_edits = True
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     told = model.requests[1]["messages"][-1]["content"]
     assert "made more tests fail (2) than before it (1), so the harness undid it" in told
     assert env.files["calc.py"] == FIXED and "len(v) - 2" not in env.diff()
@@ -221,7 +221,7 @@ def test_the_first_message_shows_as_many_failures_as_asked(tmp_path):
     model = ScriptedModel([FIX])
     agent = make_agent(model, env, tmp_path)
     agent.shown_failures = 2
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     task = model.requests[0]["messages"][1]["content"]
     assert "0 passed, 5 failed" in task and "test_1:" in task and "test_2:" not in task
     assert "[... 3 more failing tests not shown ...]" in task

@@ -52,15 +52,16 @@ def test_after_an_edit_that_does_not_fix_only_the_failing_tests_run(tmp_path):
     agent = make_agent(model, env, tmp_path)
     with agent.trace:
         result = start(agent, env)
-    assert result.fixed and env.verifications == 1 and env.files["calc.py"] == FIXED
+    assert result.verification.passed and env.verifications == 1 and env.files["calc.py"] == FIXED
     # The baseline, then the failing test alone after the mistake; after the fix, the failing
     # test first and, as it passes, the whole suite, which the verdict judged.
     assert env.runs == [(), FAILING, FAILING, ()]
     told = tool_results(model)[0]
     assert "only the test that failed at the start ran, by id" in told
     assert "0 passed, 1 failed" in told
-    assert result.tests_after is not None and result.tests_after.test_ids == ()
-    assert result.tests_after.summary is not None and result.tests_after.summary.passed == 8
+    after = agent.last_tests  # the report's tests_after
+    assert after is not None and after.test_ids == ()
+    assert after.summary is not None and after.summary.passed == 8
     trace = [json.loads(line) for line in (tmp_path / "trace.jsonl").open()]
     fixed = [e for e in trace if e["type"] == "tool_call"][-1]["observation"]
     assert "the test that failed at the start passes now, so the whole suite ran" in fixed
@@ -70,14 +71,14 @@ def test_a_clean_run_starts_ahead_only_once_the_failing_tests_pass(tmp_path):
     env = MemoryEnvironment(repo(**OTHERS), suite_s=30.0)
     agent = make_agent(ScriptedModel([MISTAKE, FIX]), env, tmp_path)
     agent.verify_ahead = True
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     assert env.ahead == [unified("calc.py", BUGGY, FIXED)] and env.verifications == 1
 
 
 def test_a_short_suite_runs_whole_after_every_edit(tmp_path):
     env = MemoryEnvironment(repo(**OTHERS), suite_s=MIN_SUITE_S / 2)
     model = ScriptedModel([MISTAKE, FIX])
-    assert start(make_agent(model, env, tmp_path), env).fixed
+    assert start(make_agent(model, env, tmp_path), env).verification.passed
     assert env.runs == [(), (), ()]
     assert tool_results(model)[0].startswith("patch applied") and "by id" not in str(model.requests)
 
@@ -89,7 +90,7 @@ def test_runs_by_id_as_slow_as_half_the_suite_are_not_tried_again(tmp_path):
     model = ScriptedModel(
         [MISTAKE, second, third, edit("3.0 * sum(v) / (len(v) - 1)", "sum(v) / len(v)")]
     )
-    assert start(make_agent(model, env, tmp_path), env).fixed
+    assert start(make_agent(model, env, tmp_path), env).verification.passed
     # Two runs by id, their outcomes standing (the failing test still fails), both slow: later
     # edits run the whole suite.
     assert env.runs == [(), FAILING, FAILING, (), ()]
@@ -112,7 +113,7 @@ def test_a_sample_fixing_part_of_the_failures_is_judged_on_the_whole_suite_and_k
                            edit("    return sum(v) + 1", "    return sum(v)")])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",), edit_samples=2)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     # The wrong sample: the two by id. The better one: by id, then the whole suite (one of
     # them passes); made again on the whole suite; the last edit fixes.
     assert env.runs == [(), BOTH, BOTH, (), (), BOTH, ()]
@@ -131,7 +132,7 @@ def test_a_sample_that_breaks_the_test_module_is_no_progress(tmp_path):
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",), edit_samples=2)
     agent.undo_worse_edits = True
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     # Neither sample was kept: the conversation's patch, written against the original tree,
     # applied to it.
     assert env.runs == [(), BOTH, BOTH, BOTH, ()] and env.files["calc.py"] == both_fixed
@@ -159,7 +160,7 @@ def test_ids_pytest_cannot_select_back_fall_back_to_the_whole_suite_for_the_run(
     env = NotSelectable(repo(**OTHERS), suite_s=30.0)
     second = edit(WRONG_LINE, "    return 2.0 * sum(v) / (len(v) - 1)")
     model = ScriptedModel([MISTAKE, second, edit("2.0 * sum(v) / (len(v) - 1)", "sum(v) / len(v)")])
-    assert start(make_agent(model, env, tmp_path), env).fixed
+    assert start(make_agent(model, env, tmp_path), env).verification.passed
     # Tried once, found wanting: the whole suite then, and after every later edit.
     assert env.runs == [(), FAILING, (), (), ()]
     assert tool_results(model)[0].startswith("patch applied") and "by id" not in str(model.requests)

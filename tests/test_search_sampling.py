@@ -87,7 +87,7 @@ def test_first_tools_bind_the_first_reply_only(tmp_path):
     model = ScriptedModel([edit(LINE, WRONG_LINE), edit(WRONG_LINE, FIXED_LINE)])
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",))
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     assert [r["only"] for r in model.requests] == [("replace",), None]
 
 
@@ -99,7 +99,9 @@ def test_first_edits_are_sampled_on_the_original_tree_until_one_fixes(tmp_path):
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",), edit_samples=4)
     result = start(agent, env)
-    assert result.fixed and env.files["calc.py"] == FIXED and "1.0" not in result.patch
+    assert (
+        result.verification.passed and env.files["calc.py"] == FIXED and "1.0" not in result.patch
+    )
     # Every sample is asked with the same messages (the server's prompt cache holds), warmer
     # after the first, and must be an edit.
     first = model.requests[0]["messages"]
@@ -116,7 +118,7 @@ def test_a_sampled_answer_that_changes_nothing_does_not_use_up_a_sample(tmp_path
                            edit(LINE, WRONG_LINE), edit(LINE, FIXED_LINE)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",), edit_samples=2)
-    assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    assert start(agent, env).verification.passed and env.files["calc.py"] == FIXED
     # Two edits were sampled although three answers were needed: all on the original prompt.
     first = model.requests[0]["messages"]
     assert len(model.requests) == 3 and all(r["messages"] == first for r in model.requests)
@@ -131,7 +133,7 @@ def test_when_no_sample_fixes_the_first_is_shown_undone_and_not_applied_again(tm
                            edit(LINE, FIXED_LINE)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",), edit_samples=2)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     # After the samples, the history holds the first one's turn, told it was undone, and the
     # tree is the original one: the second sample left no trace.
     history = model.requests[2]["messages"]
@@ -159,7 +161,10 @@ def test_a_sample_that_fixes_part_of_the_failures_is_made_again_and_built_on(tmp
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("replace",), edit_samples=2)
     result = start(agent, env)
-    assert result.fixed and env.files["calc.py"] == "def total(v):\n    return sum(v)\n\n\n" + FIXED
+    assert (
+        result.verification.passed
+        and env.files["calc.py"] == "def total(v):\n    return sum(v)\n\n\n" + FIXED
+    )
     # The loop went on from the better sample, applied, with its turn in the history.
     history = model.requests[2]["messages"]
     assert len(history) == 4 and "1.0 * sum" not in str(history)
@@ -174,7 +179,7 @@ def test_samples_after_the_first_are_pointed_at_the_suspect_lines_in_turn(tmp_pa
     model = ScriptedModel([adds, replace(adds), PATCH_FIX])  # the second, a duplicate
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("apply_patch",), edit_samples=4, suspects=SUSPECTS)
-    assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    assert start(agent, env).verification.passed and env.files["calc.py"] == FIXED
     # The greedy first edit is asked without the suspects (with samples to point, the list
     # stays out of the first message).
     assert "calc.py:2" not in model.requests[0]["messages"][1]["content"]
@@ -203,7 +208,7 @@ def test_top_suspects_get_warmer_retries_the_likelier_more_then_the_plain_prompt
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=EDITS, edit_samples=8, suspects=SUSPECTS)
     with agent.trace:
-        assert start(agent, env).fixed
+        assert start(agent, env).verification.passed
     assert env.files["calc.py"] == FIXED
     assert len(events(tmp_path, "sample_undone")) == 7  # the greedy edit was made, then undone
     # The greedy edit changed line 2 (spaced its own way), so the first pointed sample goes to
@@ -224,7 +229,7 @@ def test_without_samples_the_first_message_names_the_suspects_in_order(tmp_path)
     model = ScriptedModel([edit(LINE, FIXED_LINE)])
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(suspects=SUSPECTS)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     task = model.requests[0]["messages"][1]["content"]
     row = "calc.py:2: return sum(v) / (len(v) - 1)   (run by 1 of 1 failing tests, 0 passing)"
     assert row in task and task.index("calc.py:2:") < task.index("calc.py:1:")
@@ -276,7 +281,7 @@ def test_a_pointed_sample_is_a_replace_of_the_pointed_line_that_the_model_only_c
                            edit(LINE, FIXED_LINE)])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=EDITS, edit_samples=4, suspects=(line_2, long_line))
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     greedy, pointed, cut = model.requests
     assert greedy["pins"] is None and greedy["only"] == EDITS
     # Pointed at line 2: only replace, with path, old (the whole line) and line fixed.
@@ -352,7 +357,7 @@ def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path
     model, env, agent = played(same_edit_twice(), tmp_path)
     with agent.trace:
         result = start(agent, env)
-    assert result.fixed and env.files["calc.py"] == FIXED_AT_LINE_1
+    assert result.verification.passed and env.files["calc.py"] == FIXED_AT_LINE_1
     # Asked for with the pinned samples only; the one that parses was run by the tests alone
     # (no model call) and, not being a model answer, left the third sample its turn.
     assert [r["ask_second_choices"] for r in model.requests] == [False, True, True]
@@ -365,7 +370,7 @@ def test_a_pinned_samples_second_choices_are_tried_without_a_model_call(tmp_path
 def test_second_choices_already_tried_make_way_for_the_next_likeliest(tmp_path):
     model, env, agent = played(tried_before_then_fixed(), tmp_path)
     with agent.trace:
-        assert start(agent, env).fixed
+        assert start(agent, env).verification.passed
     # The warmer retry of line 2: its likeliest second choice was tried after the sample
     # before, so the next one, the fix, was tried.
     assert env.files["calc.py"] == "def mean(v):\n    " + PLUS(0) + "\n"
@@ -374,7 +379,7 @@ def test_second_choices_already_tried_make_way_for_the_next_likeliest(tmp_path):
 
 def test_second_choices_never_count_as_steps_without_progress(tmp_path):
     model, env, agent = played(twelve_wrong(), tmp_path)
-    assert start(agent, env).fixed and len(model.requests) == 3
+    assert start(agent, env).verification.passed and len(model.requests) == 3
     assert env.files["calc.py"] == FIXED
 
 
@@ -398,7 +403,7 @@ def test_a_suspect_line_a_diff_took_out_is_skipped(tmp_path):
     model = ScriptedModel([call("apply_patch", patch=patch), PATCH_FIX])
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=("apply_patch",), edit_samples=2, suspects=SUSPECTS)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     # The greedy diff took line 2 out (made, then undone), so the next sample is pointed past it.
     assert model.requests[1]["messages"][-1]["content"].startswith("Look at line calc.py:1:")
 
@@ -417,7 +422,7 @@ def progress(agent) -> list[StepInfo]:
 def test_a_samples_second_choices_are_counted_on_its_one_progress_line(tmp_path):
     _, env, agent = played(twelve_wrong(), tmp_path)
     lines = progress(agent)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     # One line a model answer: thirteen edits were tried by the tests in step 2.
     assert [(i.step, i.tool, i.target) for i in lines] == [
         (1, "replace", "calc.py"), (2, "replace", "calc.py"), (3, "replace", "calc.py"),
@@ -430,7 +435,7 @@ def test_a_samples_second_choices_are_counted_on_its_one_progress_line(tmp_path)
 def test_a_second_choice_that_fixes_is_said_on_its_samples_line(tmp_path):
     _, env, agent = played(tried_before_then_fixed(), tmp_path)
     lines = progress(agent)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     assert [i.step for i in lines] == [1, 2, 3]
     assert lines[1].outcome == FAILING + "; 1 second choice tried, none fixed"
     # The fix came from a second choice: the line of the sample's own answer says so.
@@ -440,7 +445,7 @@ def test_a_second_choice_that_fixes_is_said_on_its_samples_line(tmp_path):
 def test_an_answer_tried_before_says_so_on_its_second_choices_line(tmp_path):
     _, env, agent = played(same_edit_twice(), tmp_path)
     lines = progress(agent)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     assert [i.step for i in lines] == [1, 2, 3]
     assert lines[1].outcome == "answer tried before; 1 second choice tried, none fixed"
 
@@ -453,7 +458,7 @@ def test_an_answer_tried_before_with_several_second_choices_is_one_line(tmp_path
               pinned(AT_1, "def mean(v):\n    return sum(v) / len(v)")]  # fmt: skip
     _, env, agent = played((script, with_seconds(3)), tmp_path)
     lines = progress(agent)
-    assert start(agent, env).fixed
+    assert start(agent, env).verification.passed
     assert [i.step for i in lines] == [1, 2, 3]
     assert lines[1].outcome == "answer tried before; 3 second choices tried, none fixed"
 
@@ -514,7 +519,7 @@ def test_a_pinned_sample_cut_off_is_asked_again_warmer_and_still_pinned(tmp_path
     model = ScriptedModel([OF_LINE_1, cut, pinned(AT_2, FIXED_LINE.strip())])
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(first_tools=EDITS, edit_samples=2, suspects=SUSPECTS)
-    assert start(agent, env).fixed and env.files["calc.py"] == FIXED
+    assert start(agent, env).verification.passed and env.files["calc.py"] == FIXED
     pointed, again = model.requests[1:]
     # The retry is the pointed sample's own call, warmer: the same tools and pins, not the
     # whole schema (where a pinned sample could come back as any tool or a final answer).

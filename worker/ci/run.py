@@ -43,8 +43,8 @@ class VerifiedFixRun(FixRun):
         self, agent: Agent, env: SandboxEnvironment, model: ModelProcess, baseline: TestRun
     ) -> None:
         super().record(agent, env, model, baseline)
-        last = agent.last_verification
-        self.verification_junit = last.result.captured if last is not None else None
+        last = agent.verification
+        self.verification_junit = last.run.result.captured if last is not None else None
 
 
 @dataclass(kw_only=True)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 
 from policies.budgets import Budgets, BudgetUsage, check
 from sandbox.testrun.run import TestRun
-from sandbox.testrun.verdict import Verdict
 from tools.base import Observation
 from worker.llm.types import (
     PLAIN,
@@ -34,7 +33,7 @@ from worker.loop.opening import Conversation, Opening, Plain
 from worker.loop.stuck import StuckDetector
 from worker.loop.trace import Trace, replay_fields
 from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing, outcome
-from worker.loop.verify import clean_check, fixes
+from worker.loop.verify import Verification, says_fixed, verify
 
 # After a repeat or a cut-off answer, one warmer call: at temperature 0 a model that repeated
 # itself (or ran away) does it again.
@@ -66,8 +65,7 @@ class Agent:
     started_at: float = field(default_factory=time.monotonic)
     baseline: TestRun | None = None
     last_tests: TestRun | None = None
-    last_verification: TestRun | None = None
-    last_verdict: Verdict | None = None
+    verification: Verification | None = None  # the last one made (the fix's, when fixed)
     _claims: int = 0
     _stuck: StuckDetector = field(default_factory=StuckDetector)
     _specs: list[ToolSpec] = field(default_factory=list)
@@ -311,11 +309,12 @@ class Agent:
         tests = self.last_tests
         patch = self.env.diff()
         suite, self._suite_run = self._suite_run, None
-        fresh = tests is not self.last_verification  # a failed re-run is not re-verified
+        verified = self.verification.run if self.verification is not None else None
+        fresh = tests is not verified  # a failed clean re-run is not verified again
         if patch.strip() and (
-            fixes(suite, self.baseline) or (fresh and fixes(tests, self.baseline))
+            says_fixed(suite, self.baseline) or (fresh and says_fixed(tests, self.baseline))
         ):
-            done = self._verify(patch, tests_after=suite if fixes(suite, self.baseline) else tests)
+            done = self._verify(patch)
             if done is not None:
                 return done
             messages.append({"role": "user", "content": self._verify_failed()})
@@ -331,8 +330,8 @@ class Agent:
         self.tell(self._step_info("(done?)", "", headline))
         patch = self.env.diff()
         text = prompts.FALSE_CLAIM.format(tests=tests.render())
-        if patch.strip() and fixes(tests, self.baseline):
-            done = self._verify(patch, tests_after=tests)
+        if patch.strip() and says_fixed(tests, self.baseline):
+            done = self._verify(patch)
             if done is not None:
                 return Turn(done=done)
             text = self._verify_failed()
@@ -342,19 +341,20 @@ class Agent:
         messages.append({"role": "user", "content": text})
         return Turn()
 
-    def _verify(self, patch: str, *, tests_after: TestRun | None) -> LoopResult | None:
-        """The harness's clean re-run, judged against the baseline: the fix, or None."""
-        checked = clean_check(
-            self.env, self.trace, baseline=self.baseline, patch=patch, tests_after=tests_after
+    def _verify(self, patch: str) -> LoopResult | None:
+        """Verify `patch` (worker/loop/verify.py): the fix, or None."""
+        self.verification = verified = verify(
+            self.env, self.trace, baseline=self.baseline, patch=patch
         )
-        self.last_verification, self.last_verdict = checked.run, checked.verdict
-        if checked.fix is None:
-            self.last_tests = checked.run
-        return checked.fix
+        if not verified.passed:
+            self.last_tests = verified.run
+            return None
+        reason = f"tests pass, verified on a clean copy ({verified.verdict.describe()})"
+        return LoopResult(reason=reason, verification=verified)
 
     def _verify_failed(self) -> str:
-        assert self.last_verification is not None and self.last_verdict is not None
-        verdict, tests = self.last_verdict.describe(), self.last_verification.render()
+        assert self.verification is not None
+        verdict, tests = self.verification.verdict.describe(), self.verification.run.render()
         return prompts.VERIFY_FAILED.format(verdict=verdict, tests=tests)
 
 

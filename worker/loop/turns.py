@@ -7,21 +7,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sandbox.testrun.run import TestRun
-from sandbox.testrun.verdict import Verdict
 from tools.base import Observation
 from worker.llm.types import PLAIN, CallSettings
+from worker.loop.verify import Verification
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class LoopResult:
-    """How the loop ended: a verified fix, or not, and what was measured on the way."""
+    """How the loop ended well: a fix, verified (every other ending is raised:
+    worker/loop/endings.py)."""
 
-    fixed: bool
     reason: str
-    patch: str = ""
-    tests_after: TestRun | None = None
-    verification: TestRun | None = None
-    verdict: Verdict | None = None  # the clean re-run judged against the baseline
+    verification: Verification  # passed
+
+    @property
+    def patch(self) -> str:
+        return self.verification.patch
 
 
 @dataclass(frozen=True)

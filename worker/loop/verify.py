@@ -1,6 +1,12 @@
-"""The harness's check of a fix: the patch alone, re-run on a clean copy, judged against the
-baseline by the same rules as every run (sandbox/testrun/verdict.py). Only this makes a run
-"fixed"."""
+"""Verify: the harness's check of a fix, the patch alone re-run on a clean copy and judged
+against the baseline by the same rules as every run (sandbox/testrun/verdict.py). Only a passed
+`Verification` makes a run "fixed"; it is made once, here, and carried to the report.
+
+One name per act: the working copy's own run may *say fixed* (`says_fixed`), which only earns
+it a verification; *verify* is the clean re-check alone (`Environment.verify` runs it, started
+early by `Environment.verify_ahead`); the eval's independent *recheck* of a finished run's
+patch is worker/evaluate/recheck.py.
+"""
 
 from __future__ import annotations
 
@@ -11,47 +17,34 @@ from sandbox.testrun.run import TestRun
 from sandbox.testrun.verdict import Verdict, judge
 from worker.loop.interfaces import Environment
 from worker.loop.trace import Trace
-from worker.loop.turns import LoopResult
 
 
-@dataclass(frozen=True)
-class Checked:
-    """The clean re-run, its verdict, and the fix when the verdict passed."""
+@dataclass(frozen=True, kw_only=True)
+class Verification:
+    """One clean re-check: the patch it was made on, the clean copy's run, its verdict."""
 
+    patch: str
     run: TestRun
-    verdict: Verdict
-    fix: LoopResult | None
+    verdict: Verdict  # `run` judged against the baseline, `patch` checked for tampering
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
 
 
-def fixes(tests: TestRun | None, baseline: TestRun | None) -> bool:
-    """The sandbox's own run (whole suite) says fixed, by the same rules as the re-run; a run of
-    some tests by id never does (worker/loop/failing_first.py)."""
+def says_fixed(tests: TestRun | None, baseline: TestRun | None) -> bool:
+    """The sandbox's own run (whole suite) says fixed, by the same rules as a verification; a
+    run of some tests by id never does (worker/loop/failing_first.py)."""
     return tests is not None and not tests.test_ids and judge(tests, baseline=baseline).passed
 
 
-def clean_check(
-    env: Environment,
-    trace: Trace,
-    *,
-    baseline: TestRun | None,
-    patch: str,
-    tests_after: TestRun | None,
-) -> Checked:
+def verify(env: Environment, trace: Trace, *, baseline: TestRun | None, patch: str) -> Verification:
+    """Re-run `patch` on a clean copy and judge it; the trace's `verification` event says how."""
     started = time.monotonic()
-    verified = env.verify(patch)
-    verdict = judge(verified, baseline=baseline, patch=patch)
+    run = env.verify(patch)
+    verdict = judge(run, baseline=baseline, patch=patch)
     trace.event(
         "verification", passed=verdict.passed, rule=verdict.rule, reasons=list(verdict.reasons),
-        tests=verified.headline(), duration_s=round(time.monotonic() - started, 3),
+        tests=run.headline(), duration_s=round(time.monotonic() - started, 3),
     )  # fmt: skip
-    if not verdict.passed:
-        return Checked(verified, verdict, None)
-    fix = LoopResult(
-        fixed=True,
-        reason=f"tests pass, verified on a clean copy ({verdict.describe()})",
-        patch=patch,
-        tests_after=tests_after,
-        verification=verified,
-        verdict=verdict,
-    )
-    return Checked(verified, verdict, fix)
+    return Verification(patch=patch, run=run, verdict=verdict)

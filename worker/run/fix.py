@@ -464,7 +464,8 @@ class FixRun:
         report.tool_mode = model.mode
         rerun = agent.last_tests is not None and agent.last_tests is not baseline
         report.tests_after = tests_dict(agent.last_tests) if rerun else NOT_RERUN
-        report.verification = tests_dict(agent.last_verification)
+        verification = agent.verification
+        report.verification = tests_dict(verification.run if verification else None)
         patch = env.diff()
         in_patch, report.files_left_out = env.changes()
         if patch.strip():
@@ -472,14 +473,14 @@ class FixRun:
             patch_path.write_text(patch, encoding="utf-8")
             report.patch = str(patch_path)
             report.files_changed = in_patch
-        judged = agent.last_verification or (agent.last_tests if rerun else None)
-        if judged is not None:
-            of = "verification" if judged is agent.last_verification else "tests_after"
+        if verification is not None:  # judged once, when it was made
+            report.verdict = {**verification.verdict.to_dict(), "of": "verification"}
+        elif rerun and agent.last_tests is not None:  # never verified: the working copy's run
             # A run of the failing tests alone, by id (worker/loop/failing_first.py), is judged
             # on its own: against the baseline, every other test would be "missing".
-            against = None if judged.test_ids else baseline
-            verdict = judge(judged, baseline=against, patch=patch)
-            report.verdict = {**verdict.to_dict(), "of": of}
+            against = None if agent.last_tests.test_ids else baseline
+            verdict = judge(agent.last_tests, baseline=against, patch=patch)
+            report.verdict = {**verdict.to_dict(), "of": "tests_after"}
 
     def deliver(self, patch: str) -> None:
         """--apply or --branch: only ever a verified patch reaches the user's repository."""
