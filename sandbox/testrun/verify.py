@@ -1,4 +1,5 @@
-"""The harness's own check: the original snapshot plus the patch, in a fresh container."""
+"""The clean re-check's sandbox: the original snapshot plus the patch, in a fresh container (the
+loop's `verify`, worker/loop/verify.py, and the eval's `recheck` run their tests here)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from sandbox.worktree.workspace import Workspace, chown_tree, remove_dir
 
 
 class CleanCheck:
-    """The harness's own check: a fresh sandbox (as `spec` describes) on a clean export of the
-    original snapshot.
+    """The sandbox of one clean re-check: a fresh sandbox (as `spec` describes) on a clean export
+    of the original snapshot.
 
     `start()` exports the snapshot and starts the sandbox in a thread, so that a run can have it
     ready while the model works; the patch goes in only when `verify` is called. Nothing of the
@@ -110,7 +111,7 @@ class CleanCheck:
             self._removal.start()
 
     def cancel(self) -> None:
-        """Stop a verification under way on another thread, or one not begun: the container
+        """Stop a clean re-check under way on another thread, or one not begun: the container
         goes now (after its start, if it is starting), so a test run in it ends at once."""
         self._cancelled = True
         if self._thread is not None:

@@ -310,7 +310,7 @@ class Agent:
         patch = self.env.diff()
         suite, self._suite_run = self._suite_run, None
         verified = self.verification.run if self.verification is not None else None
-        fresh = tests is not verified  # a failed clean re-run is not verified again
+        fresh = tests is not verified  # a failed clean re-check's run is not verified again
         if patch.strip() and (
             says_fixed(suite, self.baseline) or (fresh and says_fixed(tests, self.baseline))
         ):

@@ -1,4 +1,5 @@
-"""The loop's environment: the tools, the tests and the verification over one sandbox session."""
+"""The loop's environment: the tools, the tests and the clean re-check (`verify`) over one sandbox
+session."""
 
 from __future__ import annotations
 
@@ -45,18 +46,18 @@ class SandboxEnvironment:
         self._prepared = prepared
         self._limits = limits
         self._run_dir = run_dir
-        self._verifications = count(1)
+        self._checks = count(1)
         self._edited: set[str] = set()
         self._ready: CleanCheck | None = None
-        self._ahead: _Ahead | None = None  # a clean re-run started beside the working copy's
+        self._ahead: _Ahead | None = None  # a clean re-check started beside the working copy's run
         self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
         self._originals: dict[str, Any] = {}  # every file an edit changed, as it was at first
         self._edited_timeout_s = edited_timeout_s
         self._ends_at: float | None = None  # time.monotonic() by which working runs end
 
     def __enter__(self) -> SandboxEnvironment:
-        """Start preparing the first clean check while the model works."""
-        self._ready = self._clean_check()
+        """Start preparing the first clean re-check's sandbox while the model works."""
+        self._ready = self._new_check()
         self._ready.start()
         return self
 
@@ -123,7 +124,7 @@ class SandboxEnvironment:
     def diff(self) -> str:
         """The model's edits only: files it changed through apply_patch that the policy lets it
         write. What code run in the sandbox changed besides (a test rewritten at import time,
-        say) is a side effect, never part of the fix, so verification runs the original tests.
+        say) is a side effect, never part of the fix, so `verify` runs the original tests.
         Before any edit it is empty, without asking git (two processes per step)."""
         if not any(self._is_edit(rel) for rel in self._edited):
             return ""
@@ -137,47 +138,47 @@ class SandboxEnvironment:
         return rel in self._edited and self._context.paths.is_writable(rel)
 
     def verify_ahead(self, patch: str) -> None:
-        """Start the clean re-run of `patch` now, beside the working copy's own run of the same
+        """Start the clean re-check of `patch` now, beside the working copy's own run of the same
         tree: when that run says fixed, `verify(patch)` has its answer after one wait, not two
-        (the two runs share the cores). A re-run not used is cancelled at the next edit or at
-        exit; only the first clean check is prepared in advance, later ones start with their
-        edit, beside its working run."""
+        (the two runs share the cores). One not used is cancelled at the next edit or at exit;
+        only the first clean re-check's sandbox is prepared in advance, later ones start with
+        their edit, beside its working run."""
         if not patch.strip():
             return
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.discard()
-        check, self._ready = self._ready or self._clean_check(), None
+        check, self._ready = self._ready or self._new_check(), None
         check.start()  # here, not on the run's thread: cancel() may have to wait for it
         self._ahead = _Ahead(patch=patch, check=check)
         self._ahead.start(test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s)
 
     def verify(self, patch: str) -> TestRun:
-        """The clean re-run: the one started ahead for this very patch, else one prepared in
-        advance; later ones start cold (a second verification is rare, and a spare container
-        at exit costs its removal)."""
+        """The clean re-check's run of `patch` (worker/loop/verify.py judges it): the one started
+        ahead for this very patch, else one prepared in advance; later ones start cold (a second
+        clean re-check is rare, and a spare container at exit costs its removal)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if ahead.patch == patch:
                 return ahead.result()
             ahead.discard()
-        check, self._ready = self._ready or self._clean_check(), None
+        check, self._ready = self._ready or self._new_check(), None
         with check:
             return check.verify(
                 patch, test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
             )
 
-    def _clean_check(self) -> CleanCheck:
+    def _new_check(self) -> CleanCheck:
         return CleanCheck(
             spec=self._prepared.spec(limits=self._limits, protect=self._context.paths.protection),
             workspace=self._session.workspace,
-            work_dir=self._run_dir / f"verify-{next(self._verifications)}",
+            work_dir=self._run_dir / f"verify-{next(self._checks)}",
         )
 
 
 @dataclass(kw_only=True)
 class _Ahead:
-    """One clean re-run of `patch`, run on a thread; its check is closed when it is used or
+    """One clean re-check of `patch`, run on a thread; its sandbox is closed when it is used or
     dropped."""
 
     patch: str

@@ -346,7 +346,7 @@ class FixRun:
             opening=opening,
             started_at=self.clock.started,
         )
-        with env:  # the clean check's sandbox starts now, while the model works
+        with env:  # the clean re-check's sandbox starts now, while the model works
             try:
                 return agent.run(req.goal, baseline, listing, sources)
             finally:
