@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -39,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # Run as a script, this file's folder comes first on sys.path and its name hides the `sandbox`
@@ -48,6 +50,8 @@ sys.path.insert(0, str(ROOT))
 
 from sandbox.container.image import DEFAULT_IMAGE  # noqa: E402
 from worker.llm.scripted_server import ScriptedServer, tool_call  # noqa: E402
+
+PHASES = Path(__file__).resolve().parent / "phases.py"
 
 FILES = {
     "calc.py": "def mean(values):\n    return sum(values) / (len(values) - 1)\n",
@@ -105,25 +109,56 @@ def python_env(tree: Path, pycache: Path | None) -> dict[str, str]:
 
 
 def time_fix(
-    repo: Path, out: Path, tree: Path = ROOT, pycache: Path | None = None
-) -> tuple[float, dict[str, object]]:
+    repo: Path,
+    out: Path,
+    tree: Path = ROOT,
+    pycache: Path | None = None,
+    phases: dict[str, list[float]] | None = None,
+) -> tuple[float, float, dict[str, object]]:
     """One `worker fix` (of the code in `tree`) as a user runs it: a fresh interpreter, start
-    to exit."""
+    to exit: (seconds, CPU seconds of it and the children it waited for, report). With `phases`,
+    run through bench/phases.py, which times the named phases of the run; each phase's seconds
+    (summed over its calls) and when it ended are added there."""
     with ScriptedServer(script=script()) as server:
         env = {**python_env(tree, pycache), "OPENAI_API_KEY": "sk-bench"}
         env.pop("OPENAI_BASE_URL", None)
-        args = [sys.executable, "-m", "worker.cli", "fix", "--repo", str(repo), "--out", str(out)]
+        timed = out.parent / f"{out.name}-phases.json"
+        entry = ["-m", "worker.cli"] if phases is None else [str(PHASES), str(timed)]
+        args = [sys.executable, *entry, "fix", "--repo", str(repo), "--out", str(out)]
         args += ["--model", "scripted", "--base-url", server.base_url, "--quiet"]
-        started = time.perf_counter()
+        started, wall, cpu = time.perf_counter(), time.time(), _children_cpu()
         # From the tree itself: `python -m` puts the working folder first on sys.path, so run
         # from elsewhere (the repository root, say) it would import that folder's `worker`.
         proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=tree, check=False)
-        took = time.perf_counter() - started
+        took, cpu = time.perf_counter() - started, _children_cpu() - cpu
         server.assert_all_used()
     if proc.returncode != 0:
         raise SystemExit(f"worker fix failed ({proc.returncode}):\n{proc.stderr}")
     report = json.loads((out / "report.json").read_text())
-    return took, report
+    if phases is not None:
+        add_phases(phases, json.loads(timed.read_text()), wall)
+    return took, cpu, report
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def add_phases(phases: dict[str, list[float]], timed: dict[str, Any], wall: float) -> None:
+    """One run's phases (bench/phases.py's rows) into `phases`: per phase and thread, the
+    seconds of all its calls and when the last one ended, from the process's start."""
+    took: dict[str, float] = {}
+    ended: dict[str, float] = {}
+    for name, thread, start, end in timed["rows"]:
+        key = name if thread == "MainThread" else f"{name} [{thread}]"
+        took[key] = took.get(key, 0.0) + end - start
+        ended[key] = max(ended.get(key, 0.0), end - wall)
+    took["(exit: the report written to the process gone)"] = 0.0
+    ended["(exit: the report written to the process gone)"] = timed["exit"] - wall
+    for key, seconds in took.items():
+        phases.setdefault(key, []).append(seconds)
+        phases.setdefault(f"{key}\0end", []).append(ended[key])
 
 
 def docker(*args: str) -> str:
@@ -139,11 +174,15 @@ SDK_READY = (
 )
 
 
-def time_limit(repo: Path, *, sdk: bool = False) -> tuple[float, float]:
+def time_limit(
+    repo: Path, *, sdk: bool = False, parts: dict[str, list[float]] | None = None
+) -> tuple[float, float]:
     """The unavoidable Docker work of the same run: (starts and test runs, removals).
 
     With `sdk`, the first model call's need is added: a fresh interpreter readies the openai SDK
-    (SDK_READY) from the start, and the work after the baseline waits for it."""
+    (SDK_READY) from the start, and the work after the baseline waits for it. `parts` gets the
+    seconds of each start and each test run."""
+    parts = {} if parts is None else parts
     work = 0.0
     removal = 0.0
     for runs in (3, 1):  # the working sandbox, then the verification one
@@ -156,8 +195,11 @@ def time_limit(repo: Path, *, sdk: bool = False) -> tuple[float, float]:
             "run", "-d", "--network", "none", "-v", f"{copy / 'w'}:/workspace",
             "-w", "/workspace", DEFAULT_IMAGE, "sleep", "infinity",
         )  # fmt: skip
+        parts.setdefault("docker run -d", []).append(time.perf_counter() - started)
         for _ in range(runs):
+            began = time.perf_counter()
             subprocess.run(["docker", "exec", cid, *PYTEST], capture_output=True, check=False)
+            parts.setdefault("docker exec pytest", []).append(time.perf_counter() - began)
             if ready is not None and ready.wait() != 0:
                 raise SystemExit("the openai SDK did not import")
             ready = None
@@ -203,6 +245,11 @@ def main() -> int:
     parser.add_argument(
         "--timeline", action="store_true", help="also print the last run's trace, event by event"
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="also one run a round through bench/phases.py: where its time goes, phase by phase",
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     ours: list[float] = []
@@ -213,6 +260,9 @@ def main() -> int:
     phases: dict[str, list[float]] = {}
     imports: dict[str, list[float]] = {}
     timeline: list[str] = []
+    cpu: list[float] = []
+    named: dict[str, list[float]] = {}  # --phases: bench/phases.py's figures
+    parts: dict[str, list[float]] = {}  # the limit's own parts
     try:
         repo = make_repo(tmp)
         pycache = None if args.compile_every_run else tmp / "pycache"
@@ -221,12 +271,15 @@ def main() -> int:
         if args.compare:
             time_fix(repo, tmp / "warm-up-cmp", args.compare, pycache=pycache)
         for i in range(args.repeat):
-            took, report = time_fix(repo, tmp / f"out{i}", pycache=pycache)
+            took, used, report = time_fix(repo, tmp / f"out{i}", pycache=pycache)
             if report["status"] != "fixed":
                 raise SystemExit(f"the scripted run did not end fixed: {report['reason']}")
             ours.append(took)
+            cpu.append(used)
             if args.compare:
                 other.append(time_fix(repo, tmp / f"cmp{i}", args.compare, pycache=pycache)[0])
+            if args.phases:
+                time_fix(repo, tmp / f"phases{i}", pycache=pycache, phases=named)
             durations = report.get("durations") or {}
             assert isinstance(durations, dict)
             for key, value in durations.items():
@@ -234,7 +287,7 @@ def main() -> int:
             # What the report cannot see: from writing it to the process's exit.
             rest = took - float(durations.get("startup", 0)) - float(durations.get("total", 0))
             phases.setdefault("(exit, after the report)", []).append(rest)
-            work, removed = time_limit(repo)
+            work, removed = time_limit(repo, parts=parts)
             limit.append(work)
             removal.append(removed)
             with_sdk.append(time_limit(repo, sdk=True)[0])
@@ -249,11 +302,15 @@ def main() -> int:
           f"bytecode {'compiled every run' if args.compile_every_run else 'cached'}")  # fmt: skip
     print(f"worker fix, 5 replies, start to exit        median {mine:6.2f} s  "
           f"(min {min(ours):.2f}, max {max(ours):.2f})")  # fmt: skip
+    print(f"  CPU, user+sys, the process and its reaped children median "
+          f"{statistics.median(cpu):6.2f} s")  # fmt: skip
     for key, values in sorted(phases.items()):
         label = key if key.startswith("(") else f"report durations.{key}"
         print(f"  {label:<41} median {statistics.median(values):6.2f} s")
     print(f"physical limit: 2 docker run + 4 pytest exec median {bare:6.2f} s  "
           f"(min {min(limit):.2f}, max {max(limit):.2f})")  # fmt: skip
+    for label, values in parts.items():
+        print(f"  {label:<41} median {statistics.median(values):6.2f} s  ({len(values)} samples)")
     print(f"  bare removal of those 2 containers        median {statistics.median(removal):6.2f} s")
     sdk_limit = statistics.median(with_sdk)
     print(f"  the same, the model's SDK ready first     median {sdk_limit:6.2f} s  "
@@ -270,11 +327,29 @@ def main() -> int:
         samples = {"ours": ours, "limit": limit, "removal": removal, "other": other}
         samples["limit_with_sdk"] = with_sdk
         args.json.write_text(json.dumps(samples))
+    if named:
+        print(phase_lines(named))
     if timeline:
         print("the last run, from its trace (seconds on the run's clock):")
         print("\n".join(timeline))
     print(f"ratio (worker fix / physical limit): {mine / bare:.2f} (target <= 1.3)")
     return 0
+
+
+def phase_lines(named: dict[str, list[float]]) -> str:
+    """--phases: each phase's seconds (its calls summed) and when it ended, medians over the
+    rounds, in the order they end; a phase on a thread other than the main one is marked."""
+    rows = []
+    for key, values in named.items():
+        if "\0" not in key:
+            ended = statistics.median(named[f"{key}\0end"])
+            rows.append((ended, key, statistics.median(values), len(values)))
+    lines = ["phase by phase, one traced run a round (bench/phases.py; seconds from the start):"]
+    lines.append(f"  {'ends at':>7}  {'took':>6}  phase")
+    for ended, key, took, n in sorted(rows):
+        lines.append(f"  {ended:7.3f}  {took:6.3f}  {key}" + ("" if n == max(r[3] for r in rows)
+                     else f" (in {n} rounds)"))  # fmt: skip
+    return "\n".join(lines)
 
 
 def trace_lines(trace: Path, took: float) -> list[str]:
