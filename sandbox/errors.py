@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class SandboxError(RuntimeError):
     """A sandbox operation failed for a reason that is not the command's own fault."""
@@ -55,3 +57,34 @@ class GoUnavailable(SandboxError):
 class NodeUnavailable(SandboxError):
     """No Node can be had: the registry did not answer and nothing is cached, or what it
     served is not what it listed (a size over the cap, an integrity mismatch)."""
+
+
+class SetupFailed(SandboxError):
+    """The set-up command failed or ran out of time; `str()` is one line naming both."""
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        tail: str,
+        network_error: str | None,
+        setup_network: str,
+        how: str,
+        timed_out: bool = False,
+        cause: str = "",
+        log: Path | None = None,
+    ) -> None:
+        self.command = command
+        self.tail = tail
+        self.network_error = network_error
+        self.setup_network = setup_network
+        self.timed_out = timed_out
+        self.log = log
+        shown = " ".join(command.split())
+        shown = shown if len(shown) <= 100 else shown[:97] + "..."
+        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
+        cause = (network_error or cause or last or "no output")[:240]
+        where = f" (whole log: {log})" if log else ""
+        super().__init__(
+            f"set-up command {how}, network {setup_network}: `{shown}`: {cause}{where}"
+        )

@@ -80,3 +80,19 @@ def test_the_command_line_starts_without_the_model_client_the_loop_or_rich():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert proc.stdout.strip() == "[] '[b]x[/b] :smile:\\n'"
+
+
+def test_the_model_client_starts_before_the_heavy_imports():
+    # `worker fix` starts the model client's process first thing in main (worker/cli/main.py),
+    # so that the openai SDK loads on the other core while this one imports the rest. What
+    # worker.cli.main imports at its top comes before that start: the docker SDK, jsonschema
+    # and the set-up there (through an error class) put 0.25 s in front of it.
+    code = (
+        "import sys; import worker.cli.main;"
+        "heavy = ('docker', 'jsonschema', 'requests', 'sandbox.setup.cache', 'policies.config');"
+        "print(sorted(m for m in heavy if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert proc.stdout.strip() == "[]"

@@ -38,7 +38,7 @@ from sandbox.container.docker_sandbox import DockerSandbox
 from sandbox.container.image import DEFAULT_IMAGE
 from sandbox.container.results import CommandResult
 from sandbox.ecosystems.python.vcs_version import VcsVersion, asks_git_for_version, checkout_version
-from sandbox.errors import SandboxError, SandboxUsageError
+from sandbox.errors import SandboxError, SandboxUsageError, SetupFailed
 from sandbox.home import worker_home
 from sandbox.setup.installer import CACHE_DIR, PIP, Installer
 from sandbox.setup.log import failure_cause, keep_log
@@ -145,37 +145,6 @@ class SetupResult:
     tree: Path | None = None
     version: str | None = None  # handed to a build that reads its version from git
     log: Path | None = None  # the set-up's whole output, where this machine kept it
-
-
-class SetupFailed(SandboxError):
-    """The set-up command failed or ran out of time; `str()` is one line naming both."""
-
-    def __init__(
-        self,
-        *,
-        command: str,
-        tail: str,
-        network_error: str | None,
-        setup_network: str,
-        how: str,
-        timed_out: bool = False,
-        cause: str = "",
-        log: Path | None = None,
-    ) -> None:
-        self.command = command
-        self.tail = tail
-        self.network_error = network_error
-        self.setup_network = setup_network
-        self.timed_out = timed_out
-        self.log = log
-        shown = " ".join(command.split())
-        shown = shown if len(shown) <= 100 else shown[:97] + "..."
-        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "")
-        cause = (network_error or cause or last or "no output")[:240]
-        where = f" (whole log: {log})" if log else ""
-        super().__init__(
-            f"set-up command {how}, network {setup_network}: `{shown}`: {cause}{where}"
-        )
 
 
 class SetupWroteSecret(SetupFailed):

@@ -8,8 +8,8 @@ from sandbox.errors import (
     SandboxError,
     SandboxTimeSpent,
     SandboxUsageError,
+    SetupFailed,
 )
-from sandbox.setup.cache import SetupFailed
 from worker.ci.errors import FlakyOnly, Unverified
 from worker.errors import EnvironmentProblem, ProjectEnvironment, UsageError
 from worker.loop.endings import RunEnded
