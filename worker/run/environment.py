@@ -50,6 +50,9 @@ class SandboxEnvironment:
         self._edited: set[str] = set()
         self._ready: CleanCheck | None = None
         self._ahead: _Ahead | None = None  # a clean re-check started beside the working copy's run
+        # The last clean check used: its container is going on a thread; closed (that waited
+        # for, its copy removed) at the next verification or at exit, not on the answer's path.
+        self._spent: CleanCheck | None = None
         self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
         self._originals: dict[str, Any] = {}  # every file an edit changed, as it was at first
         self._edited_timeout_s = edited_timeout_s
@@ -68,8 +71,16 @@ class SandboxEnvironment:
             if ahead is not None:
                 ahead.discard()
         finally:
-            if ready is not None:
-                ready.close()
+            try:
+                if ready is not None:
+                    ready.close()
+            finally:
+                self._close_spent()
+
+    def _close_spent(self) -> None:
+        spent, self._spent = self._spent, None
+        if spent is not None:
+            spent.close()
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._registry.specs()
@@ -157,16 +168,18 @@ class SandboxEnvironment:
         """The clean re-check's run of `patch` (worker/loop/verify.py judges it): the one started
         ahead for this very patch, else one prepared in advance; later ones start cold (a second
         clean re-check is rare, and a spare container at exit costs its removal)."""
+        self._close_spent()
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             if ahead.patch == patch:
+                self._spent = ahead.check
                 return ahead.result()
             ahead.discard()
         check, self._ready = self._ready or self._new_check(), None
-        with check:
-            return check.verify(
-                patch, test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
-            )
+        self._spent = check
+        return check.verify(
+            patch, test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
+        )
 
     def _new_check(self) -> CleanCheck:
         return CleanCheck(
@@ -178,8 +191,8 @@ class SandboxEnvironment:
 
 @dataclass(kw_only=True)
 class _Ahead:
-    """One clean re-check of `patch`, run on a thread; its sandbox is closed when it is used or
-    dropped."""
+    """One clean re-check of `patch`, run on a thread; its check is closed when it is dropped,
+    and by the caller after it is used."""
 
     patch: str
     check: CleanCheck
@@ -198,10 +211,9 @@ class _Ahead:
         self._thread.start()
 
     def result(self) -> TestRun:
-        """The re-run's outcome (its error raised here), its check closed."""
-        with self.check:
-            if self._thread is not None:
-                self._thread.join()
+        """The re-run's outcome (its error raised here); closing its check is the caller's."""
+        if self._thread is not None:
+            self._thread.join()
         if self._error is not None:
             raise self._error
         assert self._run is not None

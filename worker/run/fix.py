@@ -348,9 +348,15 @@ class FixRun:
         )
         with env:  # the clean re-check's sandbox starts now, while the model works
             try:
-                return agent.run(req.goal, baseline, listing, sources)
+                result = agent.run(req.goal, baseline, listing, sources)
+                # Nothing runs in the working sandbox any more: its container goes now, beside
+                # the clean check's (removed on a thread once its run ended), not after it and
+                # the record (0.06 s a run off the path to the exit; the session's own end then
+                # finds it gone).
+                session.box.__exit__(None, None, None)
             finally:
                 self.record(agent, env, model, baseline)
+            return result
 
     def _tool_context(
         self, session: SandboxSession, baseline: TestRun, tests: TestRunCache
