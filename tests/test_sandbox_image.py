@@ -46,3 +46,19 @@ def test_the_programs_suites_commonly_call_are_there_and_work(make_repo, open_sa
         if r.exit_code != 0 or said not in r.output:
             failed[program] = f"exit {r.exit_code}: {r.output.strip()[-300:]}"
     assert failed == {}
+
+
+def test_an_image_is_current_only_when_built_here_from_this_recipe_on_this_base(docker_client):
+    # The check before every run's first container (sandbox/container/image.py): the image is
+    # there, a base is, and the image's recipe label names that base and this Dockerfile.
+    from sandbox.container.image import DEFAULT_IMAGE, _current
+    from sandbox.container.suites import DEFAULT_SUITE
+
+    ready = _current(docker_client, name=DEFAULT_IMAGE, base=None, suite=DEFAULT_SUITE)
+    assert ready is not None and ready.id == docker_client.images.get(DEFAULT_IMAGE).id
+    # A name nothing answers to; a base that is not there; a base it was not built on.
+    missing = "worker-overhead-test-absent:none"
+    assert _current(docker_client, name=missing, base=None, suite=DEFAULT_SUITE) is None
+    assert _current(docker_client, name=DEFAULT_IMAGE, base=missing, suite=DEFAULT_SUITE) is None
+    other = _current(docker_client, name=DEFAULT_IMAGE, base=DEFAULT_IMAGE, suite=DEFAULT_SUITE)
+    assert other is None

@@ -133,14 +133,21 @@ def _current(
 ) -> ImageState | None:
     """`name`, when it is there and built from this Dockerfile on this base (given, else the
     first of the suite's there); None when a build is due. Builds nothing."""
-    candidates = (base,) if base else (suite.registry_base, suite.base)
-    base_name = next((b for b in candidates if image_exists(client, b)), None)
-    if base_name is None or not image_exists(client, name):
+    # One inspection per image (this runs before every run's first container): the image's
+    # labels, and the first base there, whose id the recipe needs.
+    try:
+        current = client.images.get(name)
+    except docker.errors.ImageNotFound:
         return None
-    current = client.images.get(name)
-    if current.labels.get(LABEL_RECIPE) != _recipe(client, base_name):
-        return None
-    return ImageState(id=str(current.id), short_id=str(current.short_id))
+    for candidate in (base,) if base else (suite.registry_base, suite.base):
+        try:
+            base_id = client.images.get(candidate).id
+        except docker.errors.ImageNotFound:
+            continue
+        if current.labels.get(LABEL_RECIPE) != recipe_hash(dockerfile_text(), base_id):
+            return None
+        return ImageState(id=str(current.id), short_id=str(current.short_id))
+    return None
 
 
 def _recipe(client: docker.DockerClient, base_name: str) -> str:
