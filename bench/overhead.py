@@ -322,7 +322,8 @@ def main() -> int:
     if other:
         theirs = statistics.median(other)
         print(f"{args.compare}: worker fix, same rounds  median {theirs:6.2f} s  "
-              f"ratio {theirs / bare:.2f}")  # fmt: skip
+              f"ratio {theirs / bare:.2f}; fastest {min(other):.2f} s, "
+              f"ratio {min(other) / min(limit):.2f}")  # fmt: skip
     if args.json:
         samples = {"ours": ours, "limit": limit, "removal": removal, "other": other}
         samples["limit_with_sdk"] = with_sdk
@@ -332,7 +333,9 @@ def main() -> int:
     if timeline:
         print("the last run, from its trace (seconds on the run's clock):")
         print("\n".join(timeline))
-    print(f"ratio (worker fix / physical limit): {mine / bare:.2f} (target <= 1.3)")
+    # On a shared machine the fastest of each is the least disturbed: said beside the medians.
+    print(f"ratio of the fastest runs (min / min): {min(ours) / min(limit):.2f}")
+    print(f"ratio (worker fix / physical limit): {mine / bare:.2f} (target <= 1.05)")
     return 0
 
 
