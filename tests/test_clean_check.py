@@ -64,6 +64,18 @@ def test_started_early_it_sees_the_snapshot_and_the_patch_only(
     assert not mine(docker_client)
 
 
+def test_a_used_check_leaves_no_container_and_no_copy(
+    make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
+) -> None:
+    # Its container and then its copy go on a thread once its run ended; closing waits for both.
+    session = open_sandbox(make_repo(FILES))
+    with check_for(session, docker_client, sandbox_image, tmp_path, "e") as check:
+        assert check.verify(FIX, test_cmd="python -m pytest").passed
+        copy = check._fresh
+    assert not mine(docker_client)
+    assert copy.name == "workspace" and not copy.parent.exists()
+
+
 def test_a_check_never_used_leaves_no_container(
     make_repo, open_sandbox, docker_client, sandbox_image, tmp_path
 ) -> None:

@@ -106,8 +106,9 @@ class CleanCheck:
         try:
             return run_tests(self._box, test_cmd=test_cmd, timeout_s=timeout_s)
         finally:
-            # Used once: its container goes now, while the run writes its report, not after.
-            self._removal = threading.Thread(target=self._remove_box, name="clean-check-rm")
+            # Used once: its container goes now, then its copy (unmounted, removed), while the
+            # run writes its report, not after.
+            self._removal = threading.Thread(target=self._remove_all, name="clean-check-rm")
             self._removal.start()
 
     def cancel(self) -> None:
@@ -125,6 +126,16 @@ class CleanCheck:
                 box.close()
         except BaseException as exc:  # noqa: BLE001 - raised again by close(), in its thread
             self._removal_error = exc
+
+    def _remove_all(self) -> None:
+        self._remove_box()
+        scratch = self._scratch
+        if self._removal_error is None and scratch is not None:
+            try:
+                remove_dir(scratch)  # the container is gone: nothing holds the copy any more
+                self._scratch = None
+            except BaseException as exc:  # noqa: BLE001 - raised again by close()
+                self._removal_error = exc
 
     def close(self) -> None:
         """Remove the sandbox and the copy (waits for a start or a removal under way)."""
