@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import IO
 
 import docker
 import docker.errors
@@ -218,6 +219,44 @@ def _build(
     built_s = round(time.monotonic() - started, 1)
     progress(f"built {name} ({image.short_id}) in {built_s:.0f} s")
     return ImageState(id=str(image.id), short_id=str(image.short_id), built_s=built_s)
+
+
+def build_from_context(
+    client: docker.DockerClient,
+    *,
+    name: str,
+    write_context: Callable[[IO[bytes]], None],
+    labels: dict[str, str],
+    progress: Progress,
+) -> None:
+    """Build `name` from the tar build context `write_context` writes (its Dockerfile and files),
+    FROM the sandbox image (the build argument BASE), with no network and nothing pulled; a
+    failure is an ImageError with the build's last lines."""
+    progress(f"building {name}")
+    tail: list[str] = []
+    with tempfile.TemporaryFile(prefix="worker-context-") as context:
+        write_context(context)
+        context.seek(0)
+        try:
+            for chunk in client.api.build(
+                fileobj=context,
+                custom_context=True,
+                tag=name,
+                buildargs={"BASE": DEFAULT_IMAGE},
+                labels=labels,
+                network_mode="none",
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+            ):
+                if "error" in chunk:
+                    said = "\n".join(tail[-15:])
+                    raise ImageError(f"building {name} failed: {chunk['error'].strip()}\n{said}")
+                if line := str(chunk.get("stream", "")).strip():
+                    tail.append(line)
+        except docker.errors.APIError as exc:
+            raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
 
 
 def _choose_base(client: docker.DockerClient, suite: Suite, progress: Progress) -> str:

