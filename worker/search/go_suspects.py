@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from policies.paths import PathPolicy
@@ -26,16 +25,10 @@ from sandbox.testrun.run import TestRun
 from sandbox.worktree.repo_files import RepoFiles
 from worker.loop.go_source import GoSource, guard_line, parse_go
 from worker.loop.trace import Trace
-from worker.search.suspects import MAX_TEXT, Suspect, lines_around
+from worker.search.frame_tally import LineTally, no_code, trace_suspects
+from worker.search.suspects import Suspect
 
 MAX_FAILURES = 50  # failing tests whose texts are read
-
-
-@dataclass
-class _Seen:
-    ef: int  # failing tests whose text names the line
-    depth: int  # its least depth among them (0: the first place in the module's own code)
-    order: int
 
 
 def rank_go(
@@ -50,7 +43,7 @@ def rank_go(
     then the innermost; lines of `_test.go` files, of files `allowed` refuses, and lines that
     are blank, comments or past the file's end are left out."""
     files = RepoFiles(workspace)
-    seen: dict[tuple[str, int], _Seen] = {}
+    tally = LineTally()
     texts_of: dict[str, list[str] | None] = {}
     parsed: dict[str, GoSource | None] = {}
     for failure in failures[:MAX_FAILURES]:
@@ -64,38 +57,15 @@ def rank_go(
                 read = files.read(frame.path)
                 texts_of[frame.path] = read.splitlines() if read is not None else None
             lines = texts_of[frame.path]
-            if lines is None or frame.line > len(lines) or _no_code(lines[frame.line - 1]):
+            if lines is None or frame.line > len(lines) or no_code(lines[frame.line - 1]):
                 continue
             guard = _guard(frame.path, lines, frame.line, parsed)
             for line in ([guard] if guard is not None else []) + [frame.line]:
-                key = (frame.path, line)
-                if key in counted:
-                    continue
-                counted.add(key)
-                if key in seen:
-                    seen[key].ef += 1
-                    seen[key].depth = min(seen[key].depth, depth)
-                else:
-                    seen[key] = _Seen(ef=1, depth=depth, order=len(seen))
+                if (frame.path, line) not in counted:
+                    counted.add((frame.path, line))
+                    tally.add(frame.path, line, depth)
             depth += 1
-    total = max(failed or len(failures), 1)
-    ranked = sorted(seen.items(), key=lambda kv: (-kv[1].ef, kv[1].depth, kv[1].order))
-    out = []
-    for (path, line), tally in ranked[:limit]:
-        lines = texts_of[path] or []
-        out.append(
-            Suspect(
-                path,
-                line,
-                lines[line - 1].strip()[:MAX_TEXT],
-                tally.ef / total,
-                tally.ef,
-                0,
-                around=lines_around(lines, line),
-                from_stack=True,
-            )
-        )
-    return out
+    return tally.ranked(texts_of, failed=failed or len(failures), limit=limit)
 
 
 def locate_in_go_failures(
@@ -114,16 +84,15 @@ def locate_in_go_failures(
         allowed=lambda rel: paths.check(rel, write=True).allowed,
         failed=len(failures),
     )
-    trace.event(
-        "suspects",
-        duration_s=round(time.monotonic() - started, 3),
+    return trace_suspects(
+        trace,
+        suspects,
+        started=started,
         failed=len(failures),
         passed=baseline.summary.passed,
-        why_empty="" if suspects else "no failure names a line of the module's own source",
+        why_empty="no failure names a line of the module's own source",
         source="go test failures",
-        lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": None} for s in suspects],
     )
-    return suspects
 
 
 def _guard(rel: str, lines: list[str], line: int, parsed: dict[str, GoSource | None]) -> int | None:
@@ -133,8 +102,3 @@ def _guard(rel: str, lines: list[str], line: int, parsed: dict[str, GoSource | N
         parsed[rel] = parse_go(rel, "\n".join(lines).encode())
     src = parsed[rel]
     return guard_line(src, line) if src is not None else None
-
-
-def _no_code(line: str) -> bool:
-    text = line.strip()
-    return not text or text.startswith(("//", "/*", "*"))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from policies.paths import PathPolicy
@@ -23,7 +22,8 @@ from sandbox.ecosystems.node.stack_frames import failure_texts, frames, is_sourc
 from sandbox.testrun.run import TestRun
 from worker.loop.js_modules import Source, parse_bytes, walk
 from worker.loop.trace import Trace
-from worker.search.suspects import MAX_TEXT, Suspect, lines_around
+from worker.search.frame_tally import LineTally, no_code, trace_suspects
+from worker.search.suspects import Suspect
 
 MAX_FILE_BYTES = 1_000_000  # a file's lines read to show a suspect line, at most
 # Where the search for the `if` around a `throw` stops: the function that holds it.
@@ -31,15 +31,6 @@ _SCOPES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function",
      "function_declaration", "generator_function_declaration", "method_definition"}
 )  # fmt: skip
-
-
-@dataclass
-class _Seen:
-    """One line's tally over the failing tests' stacks."""
-
-    ef: int  # failing tests whose stack passes through it
-    depth: int  # its least depth among them (0: the innermost frame in the repository's code)
-    order: int  # when it was first met
 
 
 def rank_frames(
@@ -55,7 +46,7 @@ def rank_frames(
     deepest; lines of test files, of dependencies, of files `allowed` refuses, and lines that
     are blank, comments or past the file's end are left out. `failed`: the failing tests the
     score is a share of (default: one per text)."""
-    seen: dict[tuple[str, int], _Seen] = {}
+    tally = LineTally()
     texts_of: dict[str, list[str] | None] = {}
     guards: dict[str, Source | None] = {}  # the files with a `throw` frame, parsed
     for text in texts:
@@ -66,37 +57,15 @@ def rank_frames(
             if frame.path not in texts_of:
                 texts_of[frame.path] = _lines(workspace, frame.path)
             lines = texts_of[frame.path]
-            if lines is None or frame.line > len(lines) or _no_code(lines[frame.line - 1]):
+            if lines is None or frame.line > len(lines) or no_code(lines[frame.line - 1]):
                 continue
             # A `throw` is the error's line, not often its cause: the condition that decided
             # to throw comes first (a wrong condition is the commonest one-line bug).
             guard = _guard(frame.path, lines, frame.line, guards)
             for line in ([guard] if guard is not None else []) + [frame.line]:
-                key = (frame.path, line)
-                if key in seen:
-                    seen[key].ef += 1
-                    seen[key].depth = min(seen[key].depth, depth)
-                else:
-                    seen[key] = _Seen(ef=1, depth=depth, order=len(seen))
+                tally.add(frame.path, line, depth)
             depth += 1
-    failed = max(failed or len(texts), 1)
-    ranked = sorted(seen.items(), key=lambda kv: (-kv[1].ef, kv[1].depth, kv[1].order))
-    out = []
-    for (path, line), tally in ranked[:limit]:
-        lines = texts_of[path] or []
-        out.append(
-            Suspect(
-                path,
-                line,
-                lines[line - 1].strip()[:MAX_TEXT],
-                tally.ef / failed,
-                tally.ef,
-                0,
-                around=lines_around(lines, line),
-                from_stack=True,
-            )
-        )
-    return out
+    return tally.ranked(texts_of, failed=failed or len(texts), limit=limit)
 
 
 def locate_in_stacks(
@@ -115,16 +84,15 @@ def locate_in_stacks(
         allowed=lambda rel: paths.check(rel, write=True).allowed,
         failed=failed,
     )
-    trace.event(
-        "suspects",
-        duration_s=round(time.monotonic() - started, 3),
+    return trace_suspects(
+        trace,
+        suspects,
+        started=started,
         failed=failed,
         passed=baseline.summary.passed,
-        why_empty="" if suspects else "no failing test's stack passes through the source",
+        why_empty="no failing test's stack passes through the source",
         source="stack traces",
-        lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": None} for s in suspects],
     )
-    return suspects
 
 
 def _guard(rel: str, lines: list[str], line: int, parsed: dict[str, Source | None]) -> int | None:
@@ -154,11 +122,6 @@ def _guard_line(src: Source, line: int) -> int | None:
             return at if at != line else None
         node = node.parent
     return None
-
-
-def _no_code(line: str) -> bool:
-    text = line.strip()
-    return not text or text.startswith(("//", "/*", "*"))
 
 
 def _lines(workspace: Path, rel: str) -> list[str] | None:

@@ -1,0 +1,90 @@
+"""The lines failing tests name (in a stack, a compiler error, an assertion's place), tallied
+and ranked into suspects: the part the JavaScript and Go searches share
+(worker/search/js_suspects.py, go_suspects.py); each finds its own places."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from worker.loop.trace import Trace
+from worker.search.suspects import MAX_TEXT, Suspect, lines_around
+
+
+@dataclass
+class _Seen:
+    """One line's tally over the failing tests."""
+
+    ef: int  # failing tests that name it
+    depth: int  # its least depth among them (0: the first place in the repository's own code)
+    order: int  # when it was first met
+
+
+class LineTally:
+    """Each line named, by how many failing tests and how deep; ranked most tests first, then
+    the least deep, then the first met."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, int], _Seen] = {}
+
+    def add(self, path: str, line: int, depth: int) -> None:
+        """One failing test names `path:line` at `depth`."""
+        seen = self._seen.get((path, line))
+        if seen is None:
+            self._seen[(path, line)] = _Seen(ef=1, depth=depth, order=len(self._seen))
+        else:
+            seen.ef += 1
+            seen.depth = min(seen.depth, depth)
+
+    def ranked(
+        self, texts_of: dict[str, list[str] | None], *, failed: int, limit: int
+    ) -> list[Suspect]:
+        """The `limit` first lines as suspects, scored by their share of `failed` tests;
+        `texts_of` holds each file's lines (every tallied file is there)."""
+        total = max(failed, 1)
+        order = sorted(self._seen.items(), key=lambda kv: (-kv[1].ef, kv[1].depth, kv[1].order))
+        out = []
+        for (path, line), tally in order[:limit]:
+            lines = texts_of[path] or []
+            out.append(
+                Suspect(
+                    path,
+                    line,
+                    lines[line - 1].strip()[:MAX_TEXT],
+                    tally.ef / total,
+                    tally.ef,
+                    0,
+                    around=lines_around(lines, line),
+                    from_stack=True,
+                )
+            )
+        return out
+
+
+def no_code(line: str) -> bool:
+    """A blank line or a comment's (in the C family's syntax)."""
+    text = line.strip()
+    return not text or text.startswith(("//", "/*", "*"))
+
+
+def trace_suspects(
+    trace: Trace,
+    suspects: list[Suspect],
+    *,
+    started: float,
+    failed: int,
+    passed: int,
+    why_empty: str,
+    source: str,
+) -> list[Suspect]:
+    """The `suspects` trace event (as worker/search/locate.py writes for Python); `suspects`."""
+    trace.event(
+        "suspects",
+        duration_s=round(time.monotonic() - started, 3),
+        failed=failed,
+        passed=passed,
+        why_empty="" if suspects else why_empty,
+        source=source,
+        lines=[{"where": s.where(), "text": s.text, "ef": s.ef, "ep": None} for s in suspects],
+    )
+    return suspects
