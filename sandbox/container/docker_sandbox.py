@@ -390,6 +390,7 @@ class DockerSandbox(SandboxBase):
         self._lost = None
         where.remember(self._client, "copied")
         self._start_in("copied")
+        capture.restart()  # what the first try printed (the runtime's own error) is not output
         return once()
 
     def _not_shared(self) -> bool:

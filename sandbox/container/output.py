@@ -35,6 +35,17 @@ class OutputCapture:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(log_path, "wb")  # noqa: SIM115 - closed in close()
 
+    def restart(self) -> None:
+        """Forget what was taken: the command is run again from the start (its log too)."""
+        self._mask.flush()
+        self._head.clear()
+        self._tail.clear()
+        self._tail_len = 0
+        self.total = 0
+        if self._log is not None:
+            self._log.seek(0)
+            self._log.truncate()
+
     def feed(self, data: bytes) -> None:
         """Take the next chunk of output."""
         self._take(self._mask.feed(data))
