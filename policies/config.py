@@ -35,13 +35,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-import jsonschema
-
 from policies.budgets import Budgets
 from policies.errors import ConfigError
 from policies.isolation import PLACEMENTS, Isolation, Placement
 from policies.limits import Limits
 from policies.paths import PathPolicy
+from policies.plain_schema import surely_valid
 from policies.truncation import Truncation
 
 if sys.version_info >= (3, 11):
@@ -266,6 +265,10 @@ def _route_overrides(overrides: Mapping[str, object], schema: dict[str, Any]) ->
 
 def _validate(data: dict[str, Any], schema: dict[str, Any], source: str) -> None:
     _check_keys(data, schema, source, path=())
+    if surely_valid(data, schema):  # plain flags: no jsonschema import before the sandbox
+        return
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(
         jsonschema.Draft202012Validator(schema).iter_errors(data)
     )

@@ -8,8 +8,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from policies.secrets import NO_SECRETS, Secrets
 from sandbox.testrun.run import TestRun
 
@@ -89,6 +87,8 @@ class RunReport:
         data = self.to_dict(secrets=secrets)
         # Our own schema, checked against its meta-schema by the tests: not again on every
         # write (jsonschema.validate does, 35 ms of the run's last moments).
+        import jsonschema  # here, not at the top: a run's start imports this module
+
         schema = report_schema()
         jsonschema.validators.validator_for(schema)(schema).validate(data)
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
