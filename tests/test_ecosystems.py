@@ -4,6 +4,8 @@ project that names no test command gets (naming the user's repository, not our c
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,26 @@ def test_a_node_project_with_no_test_script_says_so_naming_the_users_repository(
 def test_a_tree_no_ecosystem_knows_asks_for_a_test_command(tmp_path: Path) -> None:
     with pytest.raises(SandboxUsageError, match="pass --test-cmd"):
         detect_test_command(write(tmp_path, {"main.c": "int main(){}"}), shown=Path("/r"))
+
+
+def test_a_python_run_loads_neither_node_nor_go(tmp_path: Path) -> None:
+    # Their packages load only for a repository or command that may be theirs: on a Python
+    # run they were 40-60 ms of one core before the sandbox could start (docs/performance.md).
+    py = write(tmp_path / "py", {"pyproject.toml": "", "tests/test_x.py": ""})
+    go = write(tmp_path / "go", {"go.mod": "module example.com/x\n\ngo 1.22\n"})
+    code = (
+        "import sys; from pathlib import Path; import sandbox.ecosystems as e;"
+        "found = [e.ecosystem_for(Path(sys.argv[1]), None).name,"
+        " e.ecosystem_for(Path(sys.argv[1]), 'python -m pytest -q').name];"
+        "late = sorted(m.split('.')[2] for m in sys.modules"
+        " if m.startswith(('sandbox.ecosystems.go', 'sandbox.ecosystems.node')));"
+        "found.append(e.ecosystem_for(Path(sys.argv[2]), None).name);"
+        "found.append(e.ecosystem_running('GOFLAGS=\"-mod=mod -v\" go test ./...').name);"
+        "print(found, sorted(set(late)))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(py), str(go)],
+        capture_output=True, text=True, check=True, cwd=root,
+    )  # fmt: skip
+    assert proc.stdout.strip() == "['python', 'python', 'go', 'go'] []"

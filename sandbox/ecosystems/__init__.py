@@ -3,30 +3,64 @@
 Order matters where a repository is more than one (a Python backend beside a JS front end):
 the test command given names its ecosystem; without one, the first whose marker files the
 repository's root has, in this order; then Python for a tree of bare `.py` files.
+
+An ecosystem's modules load when it is needed: a marker file at the root, or a test command
+that could be its runner. A Python run never imports the Node and Go packages (40-60 ms of one
+core before the sandbox can start: docs/performance.md).
 """
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.ecosystems.base import Ecosystem, NoTestCommand
-from sandbox.ecosystems.go.ecosystem import GO
-from sandbox.ecosystems.node.ecosystem import NODE
 from sandbox.ecosystems.python.ecosystem import PYTHON
 from sandbox.errors import SandboxUsageError
 
-ECOSYSTEMS: tuple[Ecosystem, ...] = (PYTHON, NODE, GO)
+
+@dataclass(frozen=True)
+class Known:
+    """An ecosystem by where it lives, and what a repository or command must show before it
+    is loaded; its own `recognises` and `runs` decide once it is."""
+
+    markers: tuple[str, ...]
+    #: Text every command it runs contains (its runner's name); None: any command may be its.
+    needle: str | None
+    module: str
+    attr: str
+
+    def load(self) -> Ecosystem:
+        ecosystem: Ecosystem = getattr(importlib.import_module(self.module), self.attr)
+        return ecosystem
+
+    def may_be(self, repo: Path) -> bool:
+        return any((repo / m).exists() or (repo / m).is_symlink() for m in self.markers)
+
+    def may_run(self, test_cmd: str) -> bool:
+        return self.needle is None or self.needle in test_cmd
+
+
+ECOSYSTEMS: tuple[Known, ...] = (
+    Known(PYTHON.markers, None, "sandbox.ecosystems.python.ecosystem", "PYTHON"),
+    Known(("package.json",), None, "sandbox.ecosystems.node.ecosystem", "NODE"),
+    Known(("go.mod",), "go", "sandbox.ecosystems.go.ecosystem", "GO"),
+)
 
 
 def ecosystem_running(test_cmd: str) -> Ecosystem | None:
     """The ecosystem whose runner `test_cmd` is; None: a command no ecosystem knows (its
     outcome is its exit code)."""
-    return next((e for e in ECOSYSTEMS if e.runs(test_cmd)), None)
+    for known in ECOSYSTEMS:
+        if known.may_run(test_cmd) and (ecosystem := known.load()).runs(test_cmd):
+            return ecosystem
+    return None
 
 
 def recognised(repo: Path) -> list[Ecosystem]:
     """The ecosystems whose marker files `repo`'s root has, in ECOSYSTEMS' order."""
-    found = [e for e in ECOSYSTEMS if e.recognises(repo)]
+    found = [e for k in ECOSYSTEMS if k.may_be(repo) and (e := k.load()).recognises(repo)]
     if not found and PYTHON.recognises_loosely(repo):
         found.append(PYTHON)
     return found
