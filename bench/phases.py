@@ -29,8 +29,13 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 #: module: the functions (or Class.method) of it to time, in the order a run meets them.
 PHASES: dict[str, tuple[str, ...]] = {
     "worker.cli.main": ("main",),
-    "worker.replay.header": ("tree_hash",),
+    "worker.cli.fix": ("run_fix", "_finish"),
+    "worker.cli.fix_request": ("make_request",),
+    "worker.cli.reported_run": ("run_reported",),
+    "worker.record.header": ("tree_hash",),
     "worker.run.fix": (
+        "FixRun.run",
+        "FixRun.deliver",
         "FixRun.prepare_sandbox",
         "FixRun.run_baseline",
         "FixRun.run_loop",
@@ -42,8 +47,11 @@ PHASES: dict[str, tuple[str, ...]] = {
     "sandbox.container.image": ("ensure_image",),
     "sandbox.ecosystems.python.ecosystem": ("Python.toolchain",),
     "sandbox.ecosystems.python.choice": ("PythonChoice.ensure",),
-    "sandbox.worktree.workspace": ("snapshot", "protect_files", "Workspace.diff"),
-    "sandbox.session": ("guard_fixtures", "_Starting.wait", "_Starting._run"),
+    "sandbox.worktree.workspace": ("snapshot", "protect_files", "Workspace.diff", "remove_dir"),
+    "sandbox.worktree.capped_dir": ("mount_capped", "unmount_under"),
+    "sandbox.worktree.scratch": ("make_scratch_dir",),
+    "sandbox.session": ("guard_fixtures",),
+    "sandbox.on_thread": ("OnThread.wait", "OnThread._run"),
     "sandbox.container.docker_sandbox": (
         "DockerSandbox.start",
         "DockerSandbox._execute",
@@ -52,7 +60,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "sandbox.worktree.fixture_guard": ("FixtureGuard.sweep",),
     "sandbox.testrun.run": ("run_tests",),
     "sandbox.testrun.verify": ("CleanCheck._prepare", "CleanCheck.verify", "CleanCheck.close"),
-    "worker.llm.process": ("ModelProcess.complete",),
+    "worker.llm.process": ("ModelProcess.complete", "ModelProcess.close"),
     "tools.registry": ("ToolRegistry.call",),
     "worker.run.preload": ("_import_all",),
     "sandbox.setup.cache": ("prepare_setup_image",),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from policies.secrets import NO_SECRETS, Secrets
 from sandbox.container.base import Sandbox, SandboxBase
 from sandbox.container.docker_sandbox import DockerSandbox
 from sandbox.container.local_sandbox import LocalSandbox
+from sandbox.on_thread import OnThread
 from sandbox.worktree.fixture_guard import FixtureGuard
 from sandbox.worktree.scratch import make_scratch_dir
 from sandbox.worktree.workspace import SANDBOX_UID, Workspace, protect_files, remove_dir, snapshot
@@ -140,7 +140,7 @@ def open_session(
     run_dir.mkdir(parents=True, exist_ok=True)
     work = make_scratch_dir()
     box: SandboxBase | None = None
-    starting: _Starting | None = None
+    starting: OnThread | None = None
     try:
         box = make_box(
             spec,
@@ -149,7 +149,7 @@ def open_session(
             output_bytes=output_bytes,
             log_dir=run_dir / "logs" if keep_logs else None,
         )
-        starting = _Starting(box)
+        starting = OnThread(box.start, name="sandbox-start")
         # The sandbox starts as soon as the copy's folder (its own filesystem) is mounted,
         # while the files are copied in: nothing runs in it before the copy is done.
         workspace = snapshot(
@@ -173,35 +173,3 @@ def open_session(
                 box.close()
         finally:
             remove_dir(work)
-
-
-class _Starting:
-    """`box.start()` in a thread: `begin` once, `wait` for it (raising its error), or `settle`
-    (wait, ignoring the error: the caller is already leaving)."""
-
-    def __init__(self, box: SandboxBase) -> None:
-        self._box = box
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def begin(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="sandbox-start", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._box.start()
-        except BaseException as exc:  # noqa: BLE001 - raised again by wait(), in the caller
-            self._error = exc
-
-    def wait(self) -> None:
-        self.begin()  # the copy never said it was ready (no files at all): start now
-        self.settle()
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-
-    def settle(self) -> None:
-        if self._thread is not None:
-            self._thread.join()

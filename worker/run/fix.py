@@ -25,6 +25,7 @@ from policies.secrets import NO_SECRETS, Secrets
 from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.ecosystems.base import Ecosystem
 from sandbox.ecosystems.python.choice import PythonChoice
+from sandbox.on_thread import OnThread
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
 from sandbox.setup.cache import SetupFailed
@@ -346,16 +347,21 @@ class FixRun:
             opening=opening,
             started_at=self.clock.started,
         )
+        closing: OnThread | None = None
         with env:  # the clean re-check's sandbox starts now, while the model works
             try:
                 result = agent.run(req.goal, baseline, listing, sources)
-                # Nothing runs in the working sandbox any more: its container goes now, beside
-                # the clean check's (removed on a thread once its run ended), not after it and
-                # the record (0.06 s a run off the path to the exit; the session's own end then
-                # finds it gone).
-                session.box.__exit__(None, None, None)
+                # Nothing runs in the working sandbox any more: its container goes now, on a
+                # thread beside the record and the clean check's removal, not after them
+                # (0.06-0.14 s a run off the path to the exit; the session's end finds it gone).
+                closing = OnThread(lambda: session.box.__exit__(None, None, None), name="close")
+                closing.begin()
             finally:
-                self.record(agent, env, model, baseline)
+                try:
+                    self.record(agent, env, model, baseline)
+                finally:
+                    if closing is not None:
+                        closing.wait()
             return result
 
     def _tool_context(
