@@ -22,6 +22,7 @@ from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.worktree.capped_dir import image_size, mount_capped, unmount_under
 from sandbox.worktree.overlay import lay_over
 from sandbox.worktree.scratch import make_scratch_dir
+from sandbox.worktree.tree_digest import small_tree_digest
 from sandbox.worktree.user_git import last_error_line, user_git
 
 #: Tooling output, not the project: never copied from a tree without git, never listed or
@@ -144,7 +145,10 @@ class Workspace:
     def content_hash(self) -> str:
         """A hash of everything in the copy now: every file's bytes, executable bit and link
         target, ignored files included (git's tree id, built in an index of its own so that the
-        diff's index is not touched). Two equal hashes mean two byte-identical trees."""
+        diff's index is not touched). Two equal hashes mean two byte-identical trees. A small
+        tree is read here instead (sandbox/worktree/tree_digest.py: no git process)."""
+        if (small := small_tree_digest(self.path)) is not None:
+            return small
         index = self.git_dir / "content-index"
         env = {"GIT_INDEX_FILE": str(index)}
         self.git("add", "--all", "--force", ".", env=env)
