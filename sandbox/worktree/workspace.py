@@ -285,10 +285,10 @@ def tree_files(repo: Path) -> list[str]:
     """The files a run's copy of `repo` is made of: git's tracked and untracked-not-ignored
     files (git run with nothing of the repository's config that runs a program), or every
     file outside the noise folders where `repo` is no repository."""
-    if user_git(repo, "rev-parse", "--show-toplevel").returncode != 0:
-        return _walk(repo)
     proc = user_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    if proc.returncode != 0:
+    if proc.returncode != 0:  # no repository here (asked only then: one git process a listing)
+        if user_git(repo, "rev-parse", "--show-toplevel").returncode != 0:
+            return _walk(repo)
         raise SandboxError(f"cannot list the files of {repo}: {last_error_line(proc)}")
     return sorted({p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p})
 
