@@ -10,6 +10,7 @@ import pytest
 
 from policies.limits import Limits
 from policies.paths import PathPolicy
+from sandbox.container import placement as where
 from sandbox.container.placement import PLACEMENT_ENV
 from sandbox.errors import SandboxError
 from sandbox.testrun.run import run_tests
@@ -182,3 +183,17 @@ def test_a_same_named_folder_that_is_not_ours_means_copied(
     )  # fmt: skip
     with forced, pytest.raises(SandboxError, match="does not see this machine's files"):
         forced.run("cat a.txt")
+
+
+def test_what_a_patch_wrote_is_looked_at_as_the_full_scan_would(tmp_path: Path):
+    # After `git apply` in the container, the paths it wrote are stat'ed, not the whole tree
+    # walked again (sandbox/container/placement.py: entries); they must agree with the walk,
+    # links included (the walk does not go under a link to a folder).
+    root = tmp_path / "copy"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("a = 1\n")
+    (root / "pkg" / "sub" / "b.py").write_text("b = 2\n")
+    (root / "alias").symlink_to("pkg")
+    rels = ["pkg", "pkg/a.py", "pkg/sub", "pkg/sub/b.py", "alias", "alias/a.py", "pkg/gone.py"]
+    full = where.scan(root)
+    assert where.entries(root, rels) == {rel: full.get(rel) for rel in rels}

@@ -287,14 +287,13 @@ class DockerSandbox(SandboxBase):
             return
         rels = list(rels)
         where.pull_paths(self._client, self._container.id, WORKSPACE_MOUNT, rels, self.workspace)
-        if self._sent is not None:
-            now = where.scan(self.workspace)
-            for rel in rels:
-                for key in (rel, *_parents(rel)):
-                    if key in now:
-                        self._sent[key] = now[key]
-                    else:
-                        self._sent.pop(key, None)
+        if self._sent is not None:  # those paths and their folders only: no walk of the tree
+            keys = {key for rel in rels for key in (rel, *_parents(rel))}
+            for key, entry in where.entries(self.workspace, keys).items():
+                if entry is not None:
+                    self._sent[key] = entry
+                else:
+                    self._sent.pop(key, None)
 
     def sync_back(self) -> None:
         """Copied: make the host copy hold what the commands wrote in the container's (set-up's

@@ -124,6 +124,28 @@ def scan(root: Path) -> dict[str, Entry]:
     return found
 
 
+def entries(root: Path, rels: Iterable[str]) -> dict[str, Entry | None]:
+    """What `scan` would say of each of `rels` (None: not there, or under a link, where `scan`
+    does not go), without walking the tree."""
+    found: dict[str, Entry | None] = {}
+    for rel in sorted(rels, key=lambda r: r.count("/")):  # a folder before what is in it
+        parent = rel.rpartition("/")[0]
+        above = found.get(parent) if parent in found else _lstat(root / parent) if parent else None
+        if parent and (above is None or not stat.S_ISDIR(above.mode)):
+            found[rel] = None
+        else:
+            found[rel] = _lstat(root / rel)
+    return found
+
+
+def _lstat(path: Path) -> Entry | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return Entry(st.st_mtime_ns, st.st_size, st.st_mode, st.st_uid)
+
+
 def changes(before: dict[str, Entry], now: dict[str, Entry]) -> tuple[list[str], list[str]]:
     """(sent again, removed): paths new or changed since `before`, and paths gone since."""
     changed = [rel for rel, entry in now.items() if before.get(rel) != entry]
