@@ -6,16 +6,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from pathlib import Path
 
 from sandbox.worktree.workspace import remove_dir
 from worker.evaluate.books import BatchResult, Books, describe_outcome
 from worker.evaluate.fix_run import FixProcesses
-from worker.evaluate.outcome import TaskOutcome
+from worker.evaluate.outcome import outcome_from_report
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask, materialize
-from worker.record.folder import RunFolder
-from worker.record.report import RunReport
 
 #: How the ledger names the machine of a local run's attempts.
 LOCAL_NODE = "local"
@@ -98,27 +95,6 @@ class EvalBatch:
         self._books.spend(outcome)
         self._books.commit(task, attempt, outcome, place=lambda: None)
         return True
-
-
-def outcome_from_report(task: EvalTask, out: Path, exit_code: int, seconds: float) -> TaskOutcome:
-    """A task's outcome from its fix run's output folder (before the re-check)."""
-    run = RunFolder(out)
-    report = run.read_report() or RunReport(
-        status="crashed", reason=f"no report.json (exit {exit_code})"
-    )
-    return TaskOutcome(
-        id=task.id,
-        status=str(report.status),
-        exit_code=exit_code,
-        reason=str(report.reason),
-        model=report.model,
-        steps=int(report.steps or 0),
-        tokens_in=int(report.tokens_in or 0),
-        tokens_out=int(report.tokens_out or 0),
-        cost_usd=report.cost_usd,
-        seconds=round(seconds, 3),
-        patch=run.patch_path.read_text(encoding="utf-8") if run.patch_path.is_file() else "",
-    )
 
 
 def _line(exc: Exception) -> str:

@@ -23,11 +23,10 @@ from typing import Any, Literal
 
 from worker.errors import UsageError
 from worker.evaluate import on_node
-from worker.evaluate.batch import outcome_from_report
 from worker.evaluate.books import BatchResult, Books
 from worker.evaluate.cluster_nodes import Node, NodeTable
 from worker.evaluate.node_model import NodeModel
-from worker.evaluate.outcome import TaskOutcome
+from worker.evaluate.outcome import TaskOutcome, outcome_from_report
 from worker.evaluate.tasks import EvalTask, materialize
 from worker.evaluate.wire import (
     FixAnswer,

@@ -8,6 +8,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from worker.evaluate.tasks import EvalTask
+from worker.record.folder import RunFolder
+from worker.record.report import RunReport
+
 RESULT_FILE = "result.json"
 
 
@@ -60,3 +64,24 @@ def read_outcome(task_dir: Path) -> TaskOutcome | None:
         return TaskOutcome.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, TypeError):
         return None
+
+
+def outcome_from_report(task: EvalTask, out: Path, exit_code: int, seconds: float) -> TaskOutcome:
+    """A task's outcome from its fix run's output folder (before the re-check)."""
+    run = RunFolder(out)
+    report = run.read_report() or RunReport(
+        status="crashed", reason=f"no report.json (exit {exit_code})"
+    )
+    return TaskOutcome(
+        id=task.id,
+        status=str(report.status),
+        exit_code=exit_code,
+        reason=str(report.reason),
+        model=report.model,
+        steps=int(report.steps or 0),
+        tokens_in=int(report.tokens_in or 0),
+        tokens_out=int(report.tokens_out or 0),
+        cost_usd=report.cost_usd,
+        seconds=round(seconds, 3),
+        patch=run.patch_path.read_text(encoding="utf-8") if run.patch_path.is_file() else "",
+    )
