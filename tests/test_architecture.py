@@ -63,6 +63,16 @@ def test_the_loop_importing_the_search_is_refused(tmp_path):
     assert "worker.loop.agent -> worker.search.sampling" in proc.stdout
 
 
+def test_the_run_record_importing_a_reader_of_it_is_refused(tmp_path):
+    # worker/record/ is what every reader of a run's folder imports: it imports none of them.
+    tree = copy_project(tmp_path)
+    header = tree / "worker" / "record" / "header.py"
+    header.write_text(header.read_text() + "\nfrom worker.evaluate import outcome  # noqa\n")
+    proc = lint_imports(tree)
+    assert proc.returncode != 0 and "A run's record is the bottom of worker/" in proc.stdout
+    assert "worker.record.header -> worker.evaluate.outcome" in proc.stdout
+
+
 def test_the_command_line_starts_without_the_model_client_the_loop_or_rich():
     # `worker fix` loads the openai SDK in a process of its own and the loop and the tools on a
     # thread while the sandbox starts (worker/run/fix.py): a module that imports them at the top
