@@ -12,7 +12,9 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from worker.ci.actions import append_step_summary, ci_outputs, write_outputs
 from worker.ci.run import CiRun, VerifiedFixRun
@@ -28,6 +30,9 @@ from worker.record.folder import RunFolder
 from worker.record.report import RunReport
 from worker.run.fix import FixRequest
 from worker.show.write import write_pages
+
+if TYPE_CHECKING:
+    from worker.llm.process import ModelProcess
 
 DEFAULT_RERUNS = 2
 VERDICT_WORDS = {
@@ -67,8 +72,11 @@ def add_ci_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def run_ci(args: argparse.Namespace) -> int:
-    """Run `worker ci`; returns the exit code. Every ending is reported, then re-raised."""
+def run_ci(
+    args: argparse.Namespace, *, argv: Sequence[str] = (), client: ModelProcess | None = None
+) -> int:
+    """Run `worker ci`; returns the exit code. Every ending is reported, then re-raised.
+    `argv` is recorded in the trace; `client`: the model client's process, when started early."""
     started = time.monotonic()
     if args.reruns < 0:
         raise UsageError(f"--reruns must be 0 or more, not {args.reruns}")
@@ -83,7 +91,7 @@ def run_ci(args: argparse.Namespace) -> int:
             report=report,
             trace=trace,
             progress=show,
-            client=getattr(args, "model_process", None),
+            client=client,
         )
         return CiRun(
             fix=fix,
@@ -99,7 +107,7 @@ def run_ci(args: argparse.Namespace) -> int:
         run,
         lambda: _finish(report, request, show, started, args),
         ordinary=(EXIT_NOT_FIXED, EXIT_FLAKY_ONLY, EXIT_UNVERIFIED),
-        argv=getattr(args, "argv", ()),
+        argv=argv,
     )
 
 

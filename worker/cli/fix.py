@@ -9,6 +9,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from worker.cli.exit_codes import EXIT_NOT_FIXED
 from worker.cli.fix_request import make_request
@@ -18,9 +20,15 @@ from worker.record.folder import RunFolder
 from worker.record.report import RunReport
 from worker.run.fix import FixRequest, FixRun
 
+if TYPE_CHECKING:
+    from worker.llm.process import ModelProcess
 
-def run_fix(args: argparse.Namespace) -> int:
-    """Run `worker fix`; returns the exit code. Every ending is reported, then re-raised."""
+
+def run_fix(
+    args: argparse.Namespace, *, argv: Sequence[str] = (), client: ModelProcess | None = None
+) -> int:
+    """Run `worker fix`; returns the exit code. Every ending is reported, then re-raised.
+    `argv` is recorded in the trace; `client`: the model client's process, when started early."""
     started = time.monotonic()
     request = make_request(args)
     show = ProgressPrinter(quiet=args.quiet or args.json, secrets=request.secrets)
@@ -34,11 +42,11 @@ def run_fix(args: argparse.Namespace) -> int:
             report=report,
             trace=trace,
             progress=show,
-            client=getattr(args, "model_process", None),
+            client=client,
         ).run(),
         lambda: _finish(report, request, show, started, args),
         ordinary=(EXIT_NOT_FIXED,),
-        argv=getattr(args, "argv", ()),
+        argv=argv,
     )
 
 

@@ -10,10 +10,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from worker.cli.exit_codes import EXPECTED, exit_code_for
 from worker.cli.out_of_space import known_error
 from worker.errors import Interrupted, UsageError
+
+if TYPE_CHECKING:
+    from worker.llm.process import ModelProcess
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,9 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             # loads on another core while this one imports the rest and starts the sandbox.
             early = ModelProcess()
         args = build_parser(verb).parse_args(words)
-        args.model_process = early
-        args.argv = words  # recorded in the trace, for `worker replay`
-        return _dispatch(args)
+        # The command line itself is recorded in the trace, for `worker replay`.
+        return _dispatch(args, argv=words, client=early)
     except KeyboardInterrupt as exc:
         if not isinstance(exc, Interrupted):
             _say("worker: interrupted")
@@ -129,15 +132,17 @@ def _say(text: str) -> None:
     print(text.splitlines()[0] if text else text, file=sys.stderr)
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace, *, argv: Sequence[str], client: ModelProcess | None) -> int:
+    """The verb's run; `worker fix` and `worker ci` get the command line and the model
+    client's process that `main` started early (None: the run starts its own)."""
     if args.command == "fix":
         from worker.cli.fix import run_fix
 
-        return run_fix(args)
+        return run_fix(args, argv=argv, client=client)
     if args.command == "ci":
         from worker.cli.ci import run_ci
 
-        return run_ci(args)
+        return run_ci(args, argv=argv, client=client)
     if args.command == "eval":
         from worker.cli.eval import run_eval
 
