@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import git
 from tests.test_fix_cli import BUGGY, GOOD_PATCH, fix_command, fix_env, run_fix
 from worker.llm.scripted_server import ScriptedServer, text, tool_call
+from worker.record.header import RunHeader
 from worker.replay.llama_stand_in import launcher, served
 
 pytestmark = pytest.mark.docker
@@ -63,6 +64,8 @@ def test_a_recorded_run_replays_with_no_difference(make_repo, tmp_path, script, 
         validator.validate(event)
     assert events[0]["type"] == "trace" and events[0]["version"] == 2
     assert events[1]["type"] == "run" and len(events[1]["tree"]) == 64
+    written = {k: v for k, v in events[1].items() if k not in ("type", "t")}
+    assert list(RunHeader.from_dict(events[1]).to_dict().items()) == list(written.items())
     proc = replay(tmp_path / "out")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "replay matches the recording" in proc.stdout

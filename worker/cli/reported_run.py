@@ -47,7 +47,7 @@ def run_reported(
             trace.event("run", **run_header(
                 argv=argv, repo=request.repo, out=request.out, model=request.endpoint.model,
                 local=request.endpoint.local, backend=request.backend,
-            ))  # fmt: skip
+            ).to_dict())  # fmt: skip
             reason = run(trace)
         report.finish(EXIT_FIXED, reason)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised

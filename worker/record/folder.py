@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.secrets import NO_SECRETS, Secrets
+from worker.record.header import RunHeader
 from worker.record.report import RunReport
 
 REPORT = "report.json"
@@ -47,9 +48,10 @@ class TraceRead:
     unreadable: int = 0
 
     @property
-    def header(self) -> dict[str, Any]:
-        """The `run` event (worker/record/header.py's fields), or {} when there is none."""
-        return self.first("run") or {}
+    def header(self) -> RunHeader | None:
+        """The `run` event (worker/record/header.py), or None when there is none."""
+        event = self.first("run")
+        return RunHeader.from_dict(event) if event is not None else None
 
     def first(self, kind: str) -> dict[str, Any] | None:
         return next((e for e in self.events if e.get("type") == kind), None)

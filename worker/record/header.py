@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +47,67 @@ def tree_hash(repo: Path, *, exclude: Path | None = None) -> tuple[str, int]:
     return digest.hexdigest(), count
 
 
+@dataclass(frozen=True, kw_only=True)
+class RunHeader:
+    """The trace's `run` event: the command line as given, the tree, the endpoint's kind.
+
+    Written whole by every run (`run_header`); read back from a trace that may be old, cut
+    short or not ours, so each field read is None (argv: empty) where the line lacks it."""
+
+    argv: tuple[str, ...] = ()
+    repo: str | None = None
+    tree: str | None = None  # tree_hash's sha256
+    files: int | None = None
+    model: str | None = None
+    local: bool = False  # the bundled model
+    backend: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's fields, in the order written since trace version 1."""
+        return {
+            "argv": list(self.argv),
+            "repo": self.repo,
+            "tree": self.tree,
+            "files": self.files,
+            "model": self.model,
+            "local": self.local,
+            "backend": self.backend,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunHeader:
+        """The fields of a `run` event as read (its `type` and `t` ignored)."""
+        argv = data.get("argv")
+        files = data.get("files")
+        return cls(
+            argv=tuple(str(word) for word in argv) if isinstance(argv, list) else (),
+            repo=_text(data.get("repo")),
+            tree=_text(data.get("tree")),
+            files=files if isinstance(files, int) and not isinstance(files, bool) else None,
+            model=_text(data.get("model")),
+            local=bool(data.get("local")),
+            backend=_text(data.get("backend")),
+        )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def run_header(
     *, argv: Sequence[str], repo: Path, out: Path, model: str, local: bool, backend: str
-) -> dict[str, Any]:
-    """The `run` event's fields: the command line as given, the tree, the endpoint's kind."""
+) -> RunHeader:
+    """The header of a run about to start: the tree hashed as its working copy will hold it."""
     tree, files = tree_hash(repo, exclude=out)
-    return {
-        "argv": list(argv),
-        "repo": str(repo),
-        "tree": tree,
-        "files": files,
-        "model": model,
-        "local": local,
-        "backend": backend,
-    }
+    return RunHeader(
+        argv=tuple(argv),
+        repo=str(repo),
+        tree=tree,
+        files=files,
+        model=model,
+        local=local,
+        backend=backend,
+    )
 
 
 def replay_flags(argv: Sequence[str]) -> list[str]:

@@ -84,51 +84,53 @@ def replay(run_dir: Path, *, repo: Path | None, out: Path) -> ReplayResult:
     report = recorded.read_report()
     header = trace.header
     version = trace.first("trace")
-    if not header or version is None or version.get("version") not in (1, TRACE_VERSION):
+    if header is None or version is None or version.get("version") not in (1, TRACE_VERSION):
         raise UsageError(
             f"{run_dir}/trace.jsonl has no trace version {TRACE_VERSION} header: recorded by an "
             "older worker, or not a fix or ci run; it cannot be replayed"
         )
-    if header.get("local") and version.get("version") == 1:
+    if header.local and version.get("version") == 1:
         raise UsageError(
             "this run of the bundled model was recorded by trace version 1, which kept neither "
             "the answers' text nor the log-probabilities its second choices came from; it "
             "cannot be replayed"
         )
-    if header.get("local") and pulled_model() is None:
+    if header.local and pulled_model() is None:
         raise UsageError(
             "replaying a run of the bundled model needs its weights pulled (`worker model pull`):"
             " the replayed run checks them, though the scripted server answers in its place"
         )
-    tree = (repo or Path(str(header["repo"]))).expanduser().resolve()
+    if repo is None and header.repo is None:
+        raise UsageError(f"{run_dir}/trace.jsonl names no repository: pass --repo")
+    tree = (repo or Path(str(header.repo))).expanduser().resolve()
     if not tree.is_dir():
         raise UsageError(f"repository not found: {tree} (pass --repo)")
     now, _files = tree_hash(tree, exclude=run_dir)
     note = ""
-    if now != header.get("tree"):
+    if now != header.tree:
         if repo is None:
             return ReplayResult(
                 out=out,
                 difference=Difference(
                     where="the tree",
-                    said=f"{tree} is not the recorded tree (sha256 {header.get('tree')}, now "
+                    said=f"{tree} is not the recorded tree (sha256 {header.tree}, now "
                     f"{now}); pass --repo to replay on it anyway and see what changes",
                 ),
             )
-        note = f"the tree differs from the recorded one (sha256 {header.get('tree')}, now {now})"
-    argv = [str(word) for word in header.get("argv") or ["fix"]]
+        note = f"the tree differs from the recorded one (sha256 {header.tree}, now {now})"
+    argv = list(header.argv) or ["fix"]
     verb = argv[0] if argv and argv[0] in ("fix", "ci") else "fix"
     durations = (report.durations if report else None) or {}
     limit = EXTRA_S + float(durations.get("total") or 600)
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "WORKER_MODEL")}
     env["OPENAI_API_KEY"] = REPLAY_KEY
     command = [sys.executable, "-m", "worker.cli", verb, "--repo", str(tree), "--out", str(out),
-               "--model", str(header.get("model")), "--quiet", *replay_flags(argv)]  # fmt: skip
+               "--model", str(header.model), "--quiet", *replay_flags(argv)]  # fmt: skip
     script = script_of(trace.events)
     end_with = ending_signal(report)
     child = _Child()
     with contextlib.ExitStack() as stack:
-        if header.get("local"):
+        if header.local:
             # The bundled model's run as it was, its engine the scripted server.
             stand_in = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="replay-")))
             engine, stand_in_report = launcher(stand_in, script=script, end_with=end_with)
@@ -136,9 +138,7 @@ def replay(run_dir: Path, *, repo: Path | None, out: Path) -> ReplayResult:
             ended = child.run(command, env, limit)
             unused, overruns = served(stand_in_report)
         else:
-            server = stack.enter_context(
-                ScriptedServer(script=script, model=str(header.get("model")))
-            )
+            server = stack.enter_context(ScriptedServer(script=script, model=str(header.model)))
             stop = threading.Event()
             stack.callback(stop.set)
             if end_with is not None:

@@ -70,7 +70,7 @@ def document(title: str, body: list[str]) -> str:
 def render_run(view: RunView) -> str:
     """The page of one `worker fix` or `worker ci` run."""
     header = view.header
-    repo = (view.report.repo if view.report else None) or header.get("repo") or str(view.folder)
+    repo = (view.report.repo if view.report else None) or header.repo or str(view.folder)
     body = [f"<h1>worker: {esc(repo, 300)}</h1>", _verdict(view)]
     if view.missing:
         body.append('<div class="missing" id="missing"><b>Not in this run\'s outputs:</b><ul>')
@@ -109,13 +109,13 @@ def _verdict(view: RunView) -> str:
 def _facts(view: RunView) -> list[str]:
     report, header = view.report, view.header
     rows = [
-        ("model", (report.model if report else None) or header.get("model")),
+        ("model", (report.model if report else None) or header.model),
         ("steps (model calls)", report.steps if report else None),
         ("tokens", f"{report.tokens_in} in, {report.tokens_out} out" if report else "? in, ? out"),
         ("time", f"{((report.durations if report else None) or {}).get('total', '?')} s"),
         ("test command", report.test_cmd if report else None),
-        ("tree (sha256)", header.get("tree")),
-        ("command", " ".join(map(str, header.get("argv") or [])) or None),
+        ("tree (sha256)", header.tree),
+        ("command", " ".join(header.argv) or None),
     ]
     cells = [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows if v is not None]
     return ['<h2>The run</h2><table id="facts">', *cells, "</table>"]

@@ -12,6 +12,7 @@ from typing import Any
 
 from policies.secrets import NO_SECRETS, Secrets
 from worker.record.folder import REPORT, TRACE, RunFolder, TraceRead
+from worker.record.header import RunHeader
 from worker.record.report import RunReport
 
 TEST_RUNS = ("tests_before", "tests_after")  # the report's test runs whose logs the page shows
@@ -55,8 +56,9 @@ class RunView:
         return self.trace.events
 
     @property
-    def header(self) -> dict[str, Any]:
-        return self.trace.header
+    def header(self) -> RunHeader:
+        """The trace's header; an empty one (every field unknown) when it has none."""
+        return self.trace.header or RunHeader()
 
     def first(self, kind: str) -> dict[str, Any] | None:
         return self.trace.first(kind)
