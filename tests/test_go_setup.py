@@ -8,6 +8,7 @@ Every container and network here is the test's own; no request leaves them."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from policies.limits import Limits
 from sandbox.ecosystems.go.ecosystem import GO
+from sandbox.ecosystems.go.image import seed_command
 from sandbox.ecosystems.go.setup_infer import infer_go_setup
 from sandbox.session import BoxSpec, open_session
 from sandbox.setup.cache import SetupFailed, SetupResult, SetupSpec, prepare_setup_image
@@ -100,7 +102,10 @@ def test_modules_come_through_the_fence_and_the_tests_find_them_offline(
     repo = make_repo({**module("example.com/greet v1.0.0"), "go.sum": go_sum(GREET)})
     lines: list[str] = []
     result = set_up(repo, progress=lines.append)
-    assert lines[0] == "inferred set-up: go mod download (1 modules required in go.mod)"
+    assert lines[0] == (
+        "inferred set-up: go mod download (1 modules required in go.mod), then the packages the "
+        "tests import compiled into the build cache"
+    )
     assert result.allowed_hosts == ("proxy.golang.org", "sum.golang.org", proxy.host)
     assert '"GET /example.com/greet/@v/v1.0.0.zip HTTP/1.1"' in "\n".join(
         f'"{r}"' for r in proxy.requests()
@@ -111,6 +116,29 @@ def test_modules_come_through_the_fence_and_the_tests_find_them_offline(
         assert ran.summary is not None, ran.render()
         assert dict(ran.summary.outcomes) == {".::TestHello": "passed"}, ran.render()
         assert session.workspace.git("status", "--porcelain").decode() == ""
+
+
+def test_the_agents_first_go_test_compiles_no_package_set_up_compiled(
+    docker_client, make_repo, set_up, tmp_path
+):
+    # Set-up's build cache is on the image's disk and each test run starts from it: in the
+    # agent's sandbox (read-only root, no network), a first `go test -x` from a fresh GOCACHE,
+    # filled as a test run fills it, compiles neither the dependency nor the module's package;
+    # only the test binary's generated main. Without set-up's cache it compiles all three.
+    repo = make_repo({**module("example.com/greet v1.0.0"), "go.sum": go_sum(GREET)})
+    result = set_up(repo, progress=lambda _: None)
+    spec = BoxSpec(client=docker_client, image=result.image, limits=LIMITS, overlay=result.tree)
+    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
+        ran = run_tests(session.box, test_cmd="go test ./...")
+        assert ran.summary is not None and ran.summary.all_passed, ran.render()
+        probe = session.box.run(
+            f"export GOCACHE=/tmp/probe-cache GOFLAGS=-mod=readonly; {seed_command()}; "
+            "go test -x ./... 2>&1",
+            timeout_s=120,
+        )
+    assert probe.ok, probe.output
+    compiled = re.findall(r"/compile .* -p (\S+) ", probe.output)
+    assert compiled == ["main"], probe.output[-3000:]
 
 
 def test_a_module_the_proxy_lacks_fails_set_up_in_one_line_naming_it(make_repo, set_up):

@@ -8,8 +8,9 @@ The image's environment is the sandbox's Go: GOTOOLCHAIN=local (never fetch anot
 GOPATH and GOMODCACHE under /home/worker/go, on the image's disk, so that the modules a set-up
 downloads are committed with the set-up image and read by the test runs; GOCACHE (the build
 cache, which every build writes) on /tmp, the one place a test run under a read-only root may
-write; GOTELEMETRY=off; CGO_ENABLED=0 (the base image has no C compiler). GOPROXY and GOSUMDB
-keep Go's defaults: a set-up passes the user's (sandbox/ecosystems/go/setup_infer.py), and a
+write, filled before each run from the seed or from what set-up compiled (seed_command);
+GOTELEMETRY=off; CGO_ENABLED=0 (the base image has no C compiler). GOPROXY and GOSUMDB keep Go's
+defaults: a set-up passes the user's (sandbox/ecosystems/go/setup_infer.py), and a
 test run has no network to reach them with.
 
 An image is current while its recipe label matches (this Dockerfile, the base image's id, the
@@ -57,7 +58,12 @@ GOCACHE = "/tmp/go-build"
 #: built: a test run copies it to an empty GOCACHE (seed_command), so that its first `go test`
 #: compiles the module, not the standard library under it.
 CACHE_SEED = "/usr/local/share/go-build-seed"
-SEED_ROOM_KB = 160_000
+#: A set-up's build cache, on the image's disk (GOCACHE's /tmp is a tmpfs that no commit keeps):
+#: the seed and the packages the module's tests import, compiled by set-up (warm_command); a
+#: test run copies it in the seed's place.
+SETUP_GOCACHE = f"{GOPATH}/build-cache"
+#: Room left on /tmp for the build after a cache is copied there.
+BUILD_ROOM_KB = 100_000
 STD_WARM = (
     "bufio bytes context encoding/json errors flag fmt io math os os/exec path/filepath "
     "reflect regexp sort strconv strings sync time unicode"
@@ -92,14 +98,30 @@ Progress = Callable[[str], None]
 
 
 def seed_command() -> str:
-    """Shell that fills an empty GOCACHE from the image's seed (57 MB for Go 1.24): nothing
-    where either is not, or where /tmp has less than SEED_ROOM_KB free (the strict preset's
-    64 MB /tmp: the build then starts cold rather than out of space)."""
+    """Shell that fills an empty GOCACHE: from the set-up's build cache (SETUP_GOCACHE) when the
+    image has one, else from the image's seed (57 MB for Go 1.24); nothing where neither is, or
+    where /tmp has not room for it and BUILD_ROOM_KB more (the strict preset's 64 MB /tmp: the
+    build then starts cold rather than out of space)."""
     cache = f'"${{GOCACHE:-{GOCACHE}}}"'
     return (
-        f"if [ ! -e {cache} ] && [ -d {CACHE_SEED} ] && "
-        f"[ \"$(df -Pk /tmp | awk 'NR==2{{print $4}}')\" -gt {SEED_ROOM_KB} ]; then "
-        f"cp -R {CACHE_SEED} {cache}; fi"
+        f"if [ -d {SETUP_GOCACHE} ]; then s={SETUP_GOCACHE}; else s={CACHE_SEED}; fi; "
+        f'if [ ! -e {cache} ] && [ -d "$s" ] && '
+        f"[ \"$(df -Pk /tmp | awk 'NR==2{{print $4}}')\" -gt "
+        f'"$(( $(du -sk "$s" | cut -f1) + {BUILD_ROOM_KB} ))" ]; then '
+        f'cp -R "$s" {cache}; fi'
+    )
+
+
+def warm_command() -> str:
+    """Shell for a set-up, after its download: every package the module's tests import, and the
+    module's own, compiled into SETUP_GOCACHE (started from the seed), so that the agent's first
+    `go test` compiles what it changed (tests/test_go_setup.py). `go list -export` runs no code
+    of the module, and with -e a package that does not build is left as it is: the tests say so
+    later, set-up still succeeds."""
+    return (
+        f"{{ [ -e {SETUP_GOCACHE} ] || ! [ -d {CACHE_SEED} ] || cp -R {CACHE_SEED} "
+        f"{SETUP_GOCACHE}; }} && GOCACHE={SETUP_GOCACHE} go list -e -deps -test -export ./... "
+        "> /dev/null"
     )
 
 

@@ -7,8 +7,11 @@ fence's only way out is the module proxy (sandbox/setup/network.py): the hosts G
 variables a private proxy's users set (GOPRIVATE, GONOSUMDB, GONOPROXY, GOSUMDB, GOFLAGS,
 GOINSECURE, GOAUTH) are passed as they are. The modules land in GOMODCACHE, on the image's disk
 (sandbox/ecosystems/go/image.py), and so in the committed set-up image, where the test runs read
-them with no network. A module with a vendor/ folder needs no set-up at all: Go builds it with
--mod=vendor from the tree. A module that requires nothing needs none either.
+them with no network; then the packages the tests import are compiled into a build cache on the
+image's disk, which each test run copies into its GOCACHE (image.py: warm_command,
+seed_command): the agent's first `go test` compiles what it changed, not the dependencies. A
+module with a vendor/ folder needs no set-up at all: Go builds it with -mod=vendor from the
+tree. A module that requires nothing needs none either.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import re
 from pathlib import Path
 
 from sandbox.ecosystems.go.gomod import read_go_mod
+from sandbox.ecosystems.go.image import warm_command
 from sandbox.setup.installer import Installer
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
@@ -56,7 +60,8 @@ _MISSING = (
 
 
 def infer_go_setup(repo: Path) -> SetupPlan:
-    """`go mod download` for a module that requires others and vendors none."""
+    """`go mod download` for a module that requires others and vendors none, then the build
+    cache the test runs start from (image.py: warm_command)."""
     files = RepoFiles(repo)
     mod = read_go_mod(repo)
     if mod is None:
@@ -76,9 +81,10 @@ def infer_go_setup(repo: Path) -> SetupPlan:
             installer=GO_INSTALLER,
         )
     return SetupPlan(
-        command="go mod download",
+        command=f"go mod download && {warm_command()}",
         sources=("go.mod", *(("go.sum",) if files.exists("go.sum") else ())),
-        summary=f"go mod download ({len(mod.requires)} modules required in go.mod)",
+        summary=f"go mod download ({len(mod.requires)} modules required in go.mod), then the "
+        "packages the tests import compiled into the build cache",
         installer=GO_INSTALLER,
     )
 
