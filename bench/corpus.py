@@ -18,6 +18,8 @@ a git URL, with --install and --test), at its pinned commit:
 flags for a documented limit) with those flags: WORK/NAME/sandbox-workaround.json and
 WORK/table-workarounds.md.
 
+An entry with `ecosystem = "go"` (bench/corpus-go.toml) is a Go module: its reference is the
+Go the sandbox picks for its go.mod, on the host, running `go test -json` (bench/corpus_go.py).
 An entry with `ecosystem = "node"` (bench/corpus-node.toml: `--list bench/corpus-node.toml`)
 is a JavaScript or TypeScript repository: its reference is the host's Node, the CI's install
 commands and its test command, with the runner's per-test report (bench/corpus_node.py); the
@@ -56,6 +58,7 @@ ROOT = HERE.parent
 sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
+from corpus_go import go_for, run_go_reference  # noqa: E402
 from corpus_node import node_version, run_node_reference  # noqa: E402
 
 from sandbox.testrun.junit import parse_junit  # noqa: E402
@@ -85,7 +88,7 @@ class Entry:
     env: dict[str, str] = field(default_factory=dict)
     submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
     workaround: tuple[str, ...] = ()  # run-tests flags that make a known difference go away
-    ecosystem: str = "python"  # or "node": bench/corpus_node.py runs the reference
+    ecosystem: str = "python"  # or "node", "go": bench/corpus_node.py, corpus_go.py
     runner: str = ""  # node: the runner whose report names the tests (bench/node_host.py)
     report: str = ""  # node: the test command with {report_flags} where the report is asked
 
@@ -390,10 +393,15 @@ def say(line: str) -> None:
 
 def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python: str) -> None:
     """Run the reference and cache it, keyed by what decides it (`python`: the interpreter's
-    version, or for a node entry Node's)."""
-    toolchain = "Node" if entry.ecosystem == "node" else "Python"
+    version, or for a node entry Node's, for a go entry the Go release the sandbox picks)."""
+    toolchain = {"node": "Node", "go": "Go"}.get(entry.ecosystem, "Python")
     say(f"{entry.name}: reference ({toolchain} {python}, user {args.user or 'root'})")
-    if entry.ecosystem == "node":
+    if entry.ecosystem == "go":
+        result = run_go_reference(
+            entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
+            owner=args.user, go=python,
+        )  # fmt: skip
+    elif entry.ecosystem == "node":
         result = run_node_reference(
             entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
             owner=args.user,
@@ -470,7 +478,9 @@ def main() -> int:
     node = node_version() if any(e.ecosystem == "node" for e in entries) else ""
     for entry in entries if not args.report else []:
         cached = read_json(work / entry.name / "reference.json")
-        version = node if entry.ecosystem == "node" else python
+        version = {"node": node, "python": python}.get(entry.ecosystem) or go_for(
+            entry.source, entry.commit
+        )
         key = entry.key(version, args.user)
         if not args.sandbox_only and (args.redo_reference or (cached or {}).get("key") != key):
             reference_side(entry, work, args=args, python=version)

@@ -47,8 +47,9 @@ class Side:
         counts = data.get("counts")
         if counts is None:
             return cls(problem=data.get("problem") or "no JUnit report")
-        # A Node test script chains checks (a lint, tsc) that count by exit code alone.
-        passed = data.get("exit_code") == 0 if data.get("node") else None
+        # A Node test script chains checks (a lint, tsc) that count by exit code alone; a Go
+        # package may fail with no test failing (vet, a build error outside the tests).
+        passed = data.get("exit_code") == 0 if data.get("node") or data.get("go") else None
         return cls(counts=counts, failing=tuple(data.get("failing") or ()), passed=passed)
 
     @classmethod

@@ -115,3 +115,18 @@ def test_the_table_escapes_pipes_and_totals_the_rows(cc):
     assert lines[2] == "| a | flit | 3 passed | 3 passed | 30 | yes |  |"
     assert lines[3] == "| b | poetry \\| lock | 2 passed, 1 skipped | none | 90 | **no** | a\\|b |"
     assert lines[-1] == "1 of 2 equal; sandbox side 2.0 min in all."
+
+
+def test_a_go_reference_that_exits_non_zero_is_not_a_sandbox_pass(cc):
+    # `go test` fails a package with no failing test (a vet finding, TestMain's exit): the
+    # counts agree, the exit codes do not, and the comparison says so.
+    ref = cc.Side.from_reference(
+        {"counts": counts(3), "failing": [], "exit_code": 1, "go": "1.24.11"}
+    )
+    box = cc.Side.from_sandbox(summary(passed=True, counts=counts(3)))
+    assert cc.compare(ref, box).cause == (
+        "the same counts, but the test command failed in the reference and passed in the "
+        "sandbox (its exit code)"
+    )
+    python = cc.Side.from_reference({"counts": counts(3), "failing": [], "exit_code": 1})
+    assert cc.compare(python, box).equal
