@@ -322,12 +322,14 @@ def _summary(command: str) -> str:
 
     >>> _summary("python -m pip install -e '.[test]'")
     "python -m pip install -e '.[test]'"
+    >>> _summary("go mod download && " + "x" * 160)[-44:]
+    'xxx... (the whole command is in report.json)'
     """
     if len(command) <= 160:
         return command
     tools = [t for t in ("uv export", "poetry export", "pdm export") if t in command]
-    how = f"{tools[0]}, then pip" if tools else "pip"
-    return f"{command[:100]}... ({how}; the whole command is in report.json)"
+    how = f"{tools[0]}, then pip; " if tools else ("pip; " if "pip" in command else "")
+    return f"{command[:100]}... ({how}the whole command is in report.json)"
 
 
 def _files(names: tuple[str, ...]) -> str:
