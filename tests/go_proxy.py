@@ -25,7 +25,7 @@ Modules = Mapping[str, Mapping[str, Mapping[str, str]]]
 def build_proxy(root: Path, modules: Modules) -> None:
     """Write the proxy tree of `modules` under `root`."""
     for module, versions in modules.items():
-        folder = root / module / "@v"
+        folder = root / escape_path(module) / "@v"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "list").write_text("".join(f"{v}\n" for v in versions))
         for version, files in versions.items():
@@ -33,6 +33,12 @@ def build_proxy(root: Path, modules: Modules) -> None:
             (folder / f"{version}.info").write_text(json.dumps(info))
             (folder / f"{version}.mod").write_text(files["go.mod"])
             (folder / f"{version}.zip").write_bytes(_zip(module, version, files))
+
+
+def escape_path(module: str) -> str:
+    """The module path as a proxy's URL has it: each capital as `!` and its small letter
+    (golang.org/x/mod/module.EscapePath: `github.com/!burnt!sushi/toml`)."""
+    return "".join(f"!{c.lower()}" if c.isupper() else c for c in module)
 
 
 def go_sum(modules: Modules) -> str:
