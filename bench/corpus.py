@@ -58,7 +58,7 @@ ROOT = HERE.parent
 sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
-from corpus_go import go_for, run_go_reference  # noqa: E402
+from corpus_go import go_for, go_proxy_env, run_go_reference  # noqa: E402
 from corpus_node import node_version, run_node_reference  # noqa: E402
 
 from sandbox.testrun.junit import parse_junit  # noqa: E402
@@ -91,12 +91,13 @@ class Entry:
     ecosystem: str = "python"  # or "node", "go": bench/corpus_node.py, corpus_go.py
     runner: str = ""  # node: the runner whose report names the tests (bench/node_host.py)
     report: str = ""  # node: the test command with {report_flags} where the report is asked
+    modules: tuple[str, ...] = ()  # go: `owner/name@tag` of each module served as its proxy
 
     def key(self, python: str, user: str) -> str:
         """What decides the reference's result: a changed entry runs it again."""
         data = [self.source, self.commit, self.install, self.test, self.env, self.submodules]
         if self.ecosystem != "python":
-            data += [self.ecosystem, self.runner, self.report]
+            data += [self.ecosystem, self.runner, self.report, *self.modules]
         return hashlib.sha256(json.dumps([*data, python, user]).encode()).hexdigest()[:16]
 
 
@@ -128,6 +129,7 @@ def load_list(path: Path, mirror: Path) -> list[Entry]:
                 ecosystem=repo.get("ecosystem", "python"),
                 runner=repo.get("runner", ""),
                 report=repo.get("report", ""),
+                modules=tuple(repo.get("modules", ())),
             )
         )
     return entries
@@ -271,10 +273,12 @@ def run_reference(
 
 
 def run_sandbox(
-    entry: Entry, work: Path, *, flags: tuple[str, ...], timeout_s: float
-) -> dict[str, Any]:
+    entry: Entry, work: Path, *, flags: tuple[str, ...], timeout_s: float,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """`worker sandbox run-tests --repo R --json` with `flags` (none: the measurement; else the
-    entry's workaround), this checkout's code, on a fresh clone."""
+    entry's workaround), this checkout's code, on a fresh clone; `env` added to its
+    environment."""
     where = work / entry.name
     clone = where / "box"
     result: dict[str, Any] = {
@@ -295,7 +299,7 @@ def run_sandbox(
     with subprocess.Popen(
         [*command, *flags, "--json"],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -399,7 +403,7 @@ def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python
     if entry.ecosystem == "go":
         result = run_go_reference(
             entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
-            owner=args.user, go=python,
+            owner=args.user, go=python, mirror=args.mirror,
         )  # fmt: skip
     elif entry.ecosystem == "node":
         result = run_node_reference(
@@ -424,13 +428,15 @@ def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python
 
 
 def sandbox_side(
-    entry: Entry, work: Path, *, workaround: bool, timeout_s: float, setup_env: Sequence[str] = ()
-) -> None:
+    entry: Entry, work: Path, *, workaround: bool, timeout_s: float, setup_env: Sequence[str] = (),
+    mirror: Path,
+) -> None:  # fmt: skip
     """Run the sandbox side and keep its result (`setup_env`: host variables passed to set-up,
     what this machine needs of every repository, not a workaround of one)."""
     flags = (*(entry.workaround if workaround else ()), *_setup_env_flags(setup_env))
     say(f"{entry.name}: sandbox{' ' + ' '.join(flags) if flags else ''}")
-    result = run_sandbox(entry, work, flags=flags, timeout_s=timeout_s)
+    with go_proxy_env(entry, work, mirror) as env:  # a Go entry's modules, served meanwhile
+        result = run_sandbox(entry, work, flags=flags, timeout_s=timeout_s, env=env)
     write_json(sandbox_file(entry, work, workaround=workaround), result)
     shown = Side.from_sandbox(result["summary"], error=result["error"])
     problem = f"; {shown.problem}" if shown.problem else ""
@@ -486,7 +492,7 @@ def main() -> int:
             reference_side(entry, work, args=args, python=version)
         if not args.reference_only:
             sandbox_side(entry, work, workaround=args.with_workarounds, timeout_s=args.timeout,
-                         setup_env=args.setup_env or ())  # fmt: skip
+                         setup_env=args.setup_env or (), mirror=args.mirror)  # fmt: skip
     text = table([row(e, work, workaround=args.with_workarounds) for e in entries])
     work.mkdir(parents=True, exist_ok=True)
     name = "table-workarounds.md" if args.with_workarounds else "table.md"

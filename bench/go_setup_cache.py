@@ -4,10 +4,11 @@ agent's first `go test` (docs/go-tests.md, docs/performance.md).
     python3 bench/go_setup_cache.py [--runs 2] [--mirror /work/.mirror]
 
 The module requires two real modules, github.com/google/go-cmp v0.7.0 and
-github.com/BurntSushi/toml v1.6.0 (their non-test Go files, from the fetch tool's mirrors),
-served as a module proxy (tests/go_proxy.py's tree) by a server on the Docker bridge's gateway
-address, the one host address the set-up fence's proxy reaches (GOPROXY=http://GATEWAY:PORT,
-GONOSUMDB for them: go.sum holds the tree's own hashes). Then `worker sandbox run-tests --json`:
+github.com/BurntSushi/toml v1.6.0 (from the fetch tool's mirrors, as their module zips hold
+them: bench/corpus_go.py), served as a module proxy (tests/go_proxy.py's tree) by a server on
+the Docker bridge's gateway address, the one host address the set-up fence's proxy reaches
+(GOPROXY=http://GATEWAY:PORT, GONOSUMDB for them: go.sum holds the tree's own hashes). Then
+`worker sandbox run-tests --json`:
 
 - cold: the set-up image built (`go mod download`, then the tests' packages compiled into the
   build cache that each test run copies into its GOCACHE: sandbox/ecosystems/go/image.py);
@@ -23,9 +24,6 @@ Each row: the whole command's seconds and its test command's own (`duration_s`),
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
-import io
 import json
 import os
 import re
@@ -33,26 +31,21 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# bench/sandbox.py would shadow the sandbox package.
-sys.path[:] = [str(ROOT)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
+# The repository first: bench/sandbox.py would shadow the sandbox package.
+sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
+
+from corpus_go import bridge_gateway, module_files, serve_folder  # noqa: E402
 
 from sandbox.ecosystems.go.image import CACHE_SEED  # noqa: E402
 from tests.go_proxy import build_proxy, go_sum  # noqa: E402
 
-DEPS = {  # module -> (mirror owner+name, tag)
-    "github.com/google/go-cmp": ("google+go-cmp", "v0.7.0"),
-    "github.com/BurntSushi/toml": ("BurntSushi+toml", "v1.6.0"),
-}
+DEPS = ("google/go-cmp@v0.7.0", "BurntSushi/toml@v1.6.0")  # from the fetch mirrors
 APP = """package app
 
 import "github.com/BurntSushi/toml"
@@ -92,51 +85,6 @@ SEED_ONLY = f"cp -R {CACHE_SEED} /tmp/seed-only && GOCACHE=/tmp/seed-only go tes
 EMPTY = "GOCACHE=/tmp/no-seed go test ./..."
 
 
-def module_files(mirror: Path, name: str, tag: str, work: Path) -> dict[str, str]:
-    """The module's go.mod, LICENSE and non-test Go files outside testdata, at `tag`."""
-    out = work / name
-    out.mkdir(parents=True)
-    archive = subprocess.run(["git", f"--git-dir={mirror / name / 'repo'}", "archive", tag],
-                             check=True, capture_output=True).stdout  # fmt: skip
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(out, filter="data")
-    files = {}
-    for path in sorted(out.rglob("*")):
-        rel = path.relative_to(out).as_posix()
-        keep = rel in ("go.mod", "LICENSE") or (
-            rel.endswith(".go") and not rel.endswith("_test.go") and "testdata/" not in rel
-        )
-        if path.is_file() and keep:
-            files[rel] = path.read_text(encoding="utf-8")
-    return files
-
-
-def gateway() -> str:
-    """The default bridge's gateway: the host, as containers on it reach it."""
-    done = subprocess.run(
-        ["docker", "network", "inspect", "bridge", "-f",
-         "{{range .IPAM.Config}}{{.Gateway}}{{end}}"],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return done.stdout.strip()
-
-
-@contextlib.contextmanager
-def serve(root: Path, host: str) -> Iterator[str]:
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer((host, 0), functools.partial(Quiet, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://{host}:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def run_tests(repo: Path, env: dict[str, str], test_cmd: str | None) -> dict[str, object]:
     command = [sys.executable, "-m", "worker.cli", "sandbox", "run-tests", "--json",
                "--repo", str(repo)]  # fmt: skip
@@ -166,14 +114,14 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="go-setup-cache-"))
     made: list[str] = []
     try:
-        modules = {
-            m: {tag: module_files(args.mirror, name, tag, work / "src")}
-            for m, (name, tag) in DEPS.items()
-        }
+        modules: dict[str, dict[str, dict[str, str | bytes]]] = {}
+        for spec in DEPS:
+            module, version, files = module_files(spec, args.mirror)
+            modules[module] = {version: dict(files)}
         build_proxy(work / "proxy", modules)
         repo = work / "app"
         repo.mkdir()
-        requires = "".join(f"\t{m} {tag}\n" for m, (_n, tag) in DEPS.items())
+        requires = "".join(f"\t{m} {next(iter(v))}\n" for m, v in modules.items())
         name = f"example.com/app // {os.urandom(6).hex()}"  # a set-up no earlier run cached
         (repo / "go.mod").write_text(f"module {name}\n\ngo 1.24\n\nrequire (\n{requires})\n")
         (repo / "go.sum").write_text(go_sum(modules))
@@ -187,7 +135,7 @@ def main() -> int:
         ):
             subprocess.run(["git", "-C", str(repo), *git], check=True, env=git_env)  # fmt: skip
         os.chmod(repo, 0o755)
-        with serve(work / "proxy", gateway()) as url:
+        with serve_folder(work / "proxy", bridge_gateway()) as url:
             env = {**os.environ, "PYTHONPATH": str(ROOT), "GOPROXY": url,
                    "GONOSUMDB": "github.com"}  # fmt: skip
             cold = run_tests(repo, env, None)
@@ -207,7 +155,7 @@ def main() -> int:
         own = statistics.median(float(r["test_s"]) for r in runs)  # type: ignore[arg-type]
         setup = runs[0]["setup_s"]
         print(f"| {name} | {whole:.1f} | {'' if setup is None else setup} | {own:.1f} |")
-    deps = ", ".join(f"{m} {t}" for m, (_n, t) in DEPS.items())
+    deps = ", ".join(f"{m} {next(iter(v))}" for m, v in modules.items())
     print(f"\nexample.com/app requiring {deps}; warm rows: median of {args.runs}")
     return 0
 

@@ -18,8 +18,8 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-#: module path -> version -> file name -> text (go.mod included).
-Modules = Mapping[str, Mapping[str, Mapping[str, str]]]
+#: module path -> version -> file name -> text or bytes (go.mod included).
+Modules = Mapping[str, Mapping[str, Mapping[str, str | bytes]]]
 
 
 def build_proxy(root: Path, modules: Modules) -> None:
@@ -31,7 +31,7 @@ def build_proxy(root: Path, modules: Modules) -> None:
         for version, files in versions.items():
             info = {"Version": version, "Time": "2024-01-01T00:00:00Z"}
             (folder / f"{version}.info").write_text(json.dumps(info))
-            (folder / f"{version}.mod").write_text(files["go.mod"])
+            (folder / f"{version}.mod").write_bytes(_bytes(files["go.mod"]))
             (folder / f"{version}.zip").write_bytes(_zip(module, version, files))
 
 
@@ -47,10 +47,14 @@ def go_sum(modules: Modules) -> str:
     for module, versions in modules.items():
         for version, files in versions.items():
             prefix = f"{module}@{version}/"
-            tree = {prefix + name: text.encode() for name, text in files.items()}
+            tree = {prefix + name: _bytes(text) for name, text in files.items()}
             lines.append(f"{module} {version} {_h1(tree)}")
-            lines.append(f"{module} {version}/go.mod {_h1({'go.mod': files['go.mod'].encode()})}")
+            lines.append(f"{module} {version}/go.mod {_h1({'go.mod': _bytes(files['go.mod'])})}")
     return "".join(f"{line}\n" for line in lines)
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text.encode() if isinstance(text, str) else text
 
 
 def _h1(files: Mapping[str, bytes]) -> str:
@@ -60,7 +64,7 @@ def _h1(files: Mapping[str, bytes]) -> str:
     return "h1:" + base64.b64encode(hashlib.sha256(summary.encode()).digest()).decode()
 
 
-def _zip(module: str, version: str, files: Mapping[str, str]) -> bytes:
+def _zip(module: str, version: str, files: Mapping[str, str | bytes]) -> bytes:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
         for name, text in sorted(files.items()):
