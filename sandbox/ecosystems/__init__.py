@@ -45,7 +45,7 @@ class Known:
 ECOSYSTEMS: tuple[Known, ...] = (
     Known(PYTHON.markers, None, "sandbox.ecosystems.python.ecosystem", "PYTHON"),
     Known(("package.json",), None, "sandbox.ecosystems.node.ecosystem", "NODE"),
-    Known(("go.mod",), "go", "sandbox.ecosystems.go.ecosystem", "GO"),
+    Known(("go.mod", "go.work"), "go", "sandbox.ecosystems.go.ecosystem", "GO"),
 )
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from policies.paths import PathPolicy
 from sandbox.ecosystems.go.frames import GoFrame, frames, package_of
-from sandbox.ecosystems.go.gomod import read_go_mod
+from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.testrun.junit import TestFailure
 from sandbox.testrun.run import TestRun
 from sandbox.worktree.repo_files import RepoFiles
@@ -82,14 +82,13 @@ class _Reach:
     workspace: Path
     paths: PathPolicy
     files: RepoFiles = field(init=False)
-    module: str | None = field(init=False)
+    modules: GoModules = field(init=False)
     deadline: float = field(init=False)
     _parsed: dict[str, GoSource | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.files = RepoFiles(self.workspace)
-        mod = read_go_mod(self.workspace)
-        self.module = mod.module if mod else None
+        self.modules = find_modules(self.workspace)
         self.deadline = time.monotonic() + GROUNDING_S
 
     def writable(self, rel: str) -> bool:
@@ -123,7 +122,9 @@ class _Reach:
         found: dict[GoFrame, None] = {}
         for failure in failures:
             text = f"{failure.message}\n{failure.traceback}"
-            for frame in frames(text, folder=package_of(failure.test_id), workspace=self.workspace):
+            folder = package_of(failure.test_id)
+            root = self.modules.module_root(folder)
+            for frame in frames(text, folder=folder, workspace=self.workspace, module_root=root):
                 if self.writable(frame.path):
                     found[frame] = None
         return list(found)
@@ -179,13 +180,8 @@ class _Reach:
         ]
 
     def _folder_of(self, import_path: str) -> str | None:
-        """The module's folder of an import path; None for another module's."""
-        module = self.module
-        if module and import_path == module:
-            return "."
-        if module and import_path.startswith(module + "/"):
-            return import_path[len(module) + 1 :]
-        return None
+        """The repository's folder of an import path; None for another module's."""
+        return self.modules.folder_of(import_path)
 
     def callees(self, chosen: list[GoDefinition]) -> list[GoDefinition]:
         """What the chosen definitions call, CALLEE_DEPTH calls deep, each once."""

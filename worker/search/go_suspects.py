@@ -20,6 +20,7 @@ from pathlib import Path
 
 from policies.paths import PathPolicy
 from sandbox.ecosystems.go.frames import frames, package_of
+from sandbox.ecosystems.go.modules import find_modules
 from sandbox.testrun.junit import TestFailure
 from sandbox.testrun.run import TestRun
 from sandbox.worktree.repo_files import RepoFiles
@@ -46,11 +47,14 @@ def rank_go(
     tally = LineTally()
     texts_of: dict[str, list[str] | None] = {}
     parsed: dict[str, GoSource | None] = {}
+    modules = find_modules(workspace)
     for failure in failures[:MAX_FAILURES]:
         depth = 0
         text = f"{failure.message}\n{failure.traceback}"
         counted: set[tuple[str, int]] = set()
-        for frame in frames(text, folder=package_of(failure.test_id), workspace=workspace):
+        folder = package_of(failure.test_id)
+        root = modules.module_root(folder)
+        for frame in frames(text, folder=folder, workspace=workspace, module_root=root):
             if frame.path.endswith("_test.go") or not allowed(frame.path):
                 continue
             if frame.path not in texts_of:

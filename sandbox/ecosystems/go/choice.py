@@ -18,6 +18,7 @@ from typing import Any
 
 from sandbox.ecosystems.go.gomod import GoMod, GoVersion, dotted, read_go_mod
 from sandbox.ecosystems.go.index import index_url, releases
+from sandbox.ecosystems.go.modules import find_modules
 from sandbox.errors import WrongGo
 
 IMAGE_PREFIX = "worker-sandbox:go"
@@ -65,12 +66,22 @@ class GoChoice:
 def choose_go(
     repo: Path, *, index: str | None = None, progress: Callable[[str], None] = lambda _m: None
 ) -> GoChoice:
-    """The Go for a run on `repo` (its root go.mod), among the releases `index` lists."""
+    """The Go for a run on `repo` (its root go.mod; of several modules, the one that asks for
+    the newest Go), among the releases `index` lists."""
     url = index_url(index)
     listed = releases(index=url, progress=progress)
-    mod = read_go_mod(repo) or GoMod(module=None, go=None, go_text=None, toolchain=None,
-                                     toolchain_text=None)  # fmt: skip
+    mod = _neediest(repo) or GoMod(module=None, go=None, go_text=None, toolchain=None,
+                                   toolchain_text=None)  # fmt: skip
     return pick_go(mod, [r.release for r in listed.values()], where=url)
+
+
+def _neediest(repo: Path) -> GoMod | None:
+    root = read_go_mod(repo)
+    modules = find_modules(repo).modules
+    if len(modules) <= 1 and root is not None:
+        return root
+    mods = [m.mod for m in modules] or ([root] if root else [])
+    return max(mods, key=lambda m: m.needs or (0, 0, 0), default=None)
 
 
 def pick_go(mod: GoMod, available: Sequence[GoVersion], *, where: str = "the index") -> GoChoice:

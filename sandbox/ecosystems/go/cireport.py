@@ -22,6 +22,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from sandbox.ecosystems.go.modules import GoModules
 from sandbox.ecosystems.go.testjson import package_folder, parse_go_test_json
 from sandbox.testrun.junit import TestIdOf, TestSummary, parse_junit
 from sandbox.worktree.repo_files import RepoFiles
@@ -29,17 +30,19 @@ from sandbox.worktree.repo_files import RepoFiles
 MAX_TEST_FILES = 500  # `_test.go` files of one folder searched for a test's function
 
 
-def read_go_ci_report(data: bytes, *, module: str | None) -> TestSummary:
+def read_go_ci_report(
+    data: bytes, *, module: str | None, modules: GoModules | None = None
+) -> TestSummary:
     """CI's JUnit (gotestsum's, go-junit-report's) or `go test -json` log; ValueError when it
-    is neither."""
+    is neither. `modules`: a repository of several (ids relative to its root)."""
     if data.lstrip()[:1] == b"<":
-        return parse_junit(data, test_id=junit_test_id(module))
-    return parse_go_test_json(data, module=module)
+        return parse_junit(data, test_id=junit_test_id(module, modules=modules))
+    return parse_go_test_json(data, module=module, modules=modules)
 
 
-def junit_test_id(module: str | None) -> TestIdOf:
+def junit_test_id(module: str | None, *, modules: GoModules | None = None) -> TestIdOf:
     """A JUnit test case's Go test id, for the module `module` (see the module docstring)."""
-    folder = package_folder(module)
+    folder = package_folder(module, modules=modules)
 
     def test_id(case: ET.Element, suites: Sequence[ET.Element]) -> str:
         classname = case.get("classname") or ""

@@ -5,6 +5,7 @@ asks for (sandbox/ecosystems/go/choice.py, image.py). See docs/go-tests.md."""
 
 from __future__ import annotations
 
+import posixpath
 import re
 import secrets
 import shlex
@@ -18,6 +19,7 @@ from sandbox.ecosystems.go.choice import GoChoice, choose_go
 from sandbox.ecosystems.go.cireport import has_go_test, read_go_ci_report
 from sandbox.ecosystems.go.gomod import go_version, read_go_mod
 from sandbox.ecosystems.go.image import GoImage, ensure_go_image, seed_command
+from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
 from sandbox.ecosystems.go.testjson import parse_go_test_json
 from sandbox.setup.plan import SetupPlan
@@ -27,7 +29,7 @@ from sandbox.worktree.repo_files import RepoFiles
 if TYPE_CHECKING:
     import docker
 
-MARKERS = ("go.mod",)
+MARKERS = ("go.mod", "go.work")
 TEST_COMMAND = "go test ./..."
 #: `go test` flags that take the next word as their value (`-run X`); `-x=y` is one word.
 VALUE_FLAGS = frozenset(
@@ -115,9 +117,9 @@ class GoTestCommand:
                 packages.append(word)
         return cls(assignments=tuple(assignments), flags=tuple(flags), packages=tuple(packages))
 
-    def command(self, ids: Sequence[str], *, report: str) -> str:
-        """`go test -json ...` writing its events to `report`; with `ids`, the packages of the
-        ids and a -run of their top-level tests (a superset: the verdict reads the ids)."""
+    def selection(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """The flags (without -json) and packages to run; with `ids`, the packages of the ids
+        and a -run of their top-level tests (a superset: the verdict reads the ids)."""
         flags = [f for f in self.flags if f not in ("-json", "-json=true")]
         packages = list(self.packages) or ["."]
         if ids:
@@ -127,8 +129,45 @@ class GoTestCommand:
             names = dict.fromkeys(i.partition("::")[2].split("/")[0] for i in ids if "::" in i)
             if names and "" not in names:
                 flags += ["-run", "^(" + "|".join(re.escape(n) for n in names) + ")$"]
+        return flags, packages
+
+    def command(self, ids: Sequence[str], *, report: str) -> str:
+        """`go test -json ...` writing its events to `report` (see `selection`)."""
+        flags, packages = self.selection(ids)
         words = [*self.assignments, "go", "test", "-json", *flags, *packages]
         return f"{shlex.join(words)} > {report}"
+
+    def each_module(self, ids: Sequence[str], *, report: str, modules: GoModules) -> str:
+        """The same for a repository of several modules: each package pattern run in the folder
+        of the module it is in (`./tools/...` as `./...` in tools/), module by module, their
+        events one after the other in `report`; the exit status the last failing one's. A
+        module with a vendor/ folder builds from it; the others -mod=readonly."""
+        flags, packages = self.selection(ids)
+        groups: dict[str, list[str]] = {}
+        for package in packages:
+            where, pattern = _in_module(package, modules)
+            groups.setdefault(where, []).append(pattern)
+        lines = [f": > {report}", "rc=0"]
+        for where, patterns in groups.items():
+            module = modules.at(where)
+            env = [] if module is not None and module.vendored else ["GOFLAGS=-mod=readonly"]
+            words = [*env, *self.assignments, "go", "test", "-json", *flags, *patterns]
+            lines.append(f"(cd {shlex.quote(where)} && {shlex.join(words)} >> {report}) || rc=$?")
+        return "; ".join([*lines, "exit $rc"])
+
+
+def _in_module(package: str, modules: GoModules) -> tuple[str, str]:
+    """The module folder a package pattern runs in, and the pattern as written there."""
+    recursive = package == "./..." or package.endswith("/...")
+    base = package.removesuffix("...").rstrip("/") or "."
+    if not package.startswith("."):  # an import path
+        folder = modules.folder_of(base)
+        return (modules.module_root(folder) if folder else "."), package
+    folder = posixpath.normpath(base)
+    where = modules.module_root(folder)
+    inner = folder if where == "." else posixpath.relpath(folder, where)
+    pattern = "." if inner == "." else f"./{inner}"
+    return where, (pattern.rstrip("/") + "/..." if recursive else pattern)
 
 
 def _without_run(flags: list[str]) -> list[str]:
@@ -156,6 +195,11 @@ def _pattern(folder: str) -> str:
     return "./" + folder
 
 
+def _beyond_root(modules: GoModules) -> bool:
+    """Several modules, or one that is not at the root (a go.work naming it)."""
+    return modules.several or any(m.folder != "." for m in modules.modules)
+
+
 class Go:
     """The Go ecosystem (see the module docstring)."""
 
@@ -163,7 +207,8 @@ class Go:
     markers: tuple[str, ...] = MARKERS
 
     def recognises(self, repo: Path) -> bool:
-        return RepoFiles(repo).exists("go.mod")
+        files = RepoFiles(repo)
+        return files.exists("go.mod") or files.exists("go.work")
 
     def runs(self, test_cmd: str) -> bool:
         try:
@@ -174,7 +219,11 @@ class Go:
         return words[:2] == ["go", "test"]
 
     def test_command(self, repo: Path) -> str | None:
-        return TEST_COMMAND if self.recognises(repo) else None
+        """`go test ./...`; for several modules, each one's `./...` (modules.py)."""
+        if not self.recognises(repo):
+            return None
+        modules = find_modules(repo)
+        return modules.test_command() if _beyond_root(modules) else TEST_COMMAND
 
     def instrument(
         self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
@@ -186,6 +235,15 @@ class Go:
         if parsed is None:
             return None
         report = f"/tmp/worker-report-{secrets.token_hex(8)}"
+        modules = find_modules(workspace)
+        if _beyond_root(modules):
+            each = parsed.each_module(ids, report=report, modules=modules)
+            return Instrumented(
+                command=f"{seed_command()}; {each}",
+                report_path=report,
+                read_report=lambda data: parse_go_test_json(data, modules=modules),
+                report_kind="go test -json",
+            )
         mod = read_go_mod(workspace)
         module = mod.module if mod else None
         # -mod=readonly (Go's default since 1.16, CI's too): go.mod and go.sum as committed,
@@ -226,6 +284,9 @@ class Go:
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         """CI's JUnit (gotestsum's, go-junit-report's) or `go test -json` log
         (sandbox/ecosystems/go/cireport.py); ValueError otherwise."""
+        modules = find_modules(repo)
+        if _beyond_root(modules):
+            return read_go_ci_report(data, module=None, modules=modules)
         mod = read_go_mod(repo)
         return read_go_ci_report(data, module=mod.module if mod else None)
 

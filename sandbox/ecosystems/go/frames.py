@@ -8,7 +8,8 @@ Go 1.24 writes them three ways (tests/test_go_suspects.py runs each in a real co
   `\t/workspace/calc/add.go:6 +0x1d` (the standard library's and the module cache's are not
   the working copy's, and are left out);
 - the compiler: relative to the folder `go` ran in, the module's root: `strs/rev.go:3:40:
-  undefined: x` (`./rev.go` from inside the package).
+  undefined: x` (`./rev.go` from inside the package); in a repository of several modules,
+  the root of the failing package's module (`module_root`).
 
 A place is kept when it names a plain file of the working copy, reached through no link.
 """
@@ -46,7 +47,7 @@ def package_of(test_id: str) -> str:
     return test_id.partition("::")[0] or "."
 
 
-def frames(text: str, *, folder: str, workspace: Path) -> list[GoFrame]:
+def frames(text: str, *, folder: str, workspace: Path, module_root: str = ".") -> list[GoFrame]:
     """The places `text` names in Go files of the working copy, in the order written, each
     once; `folder`: the failing test's package folder (where a bare file name is).
 
@@ -61,7 +62,7 @@ def frames(text: str, *, folder: str, workspace: Path) -> list[GoFrame]:
     roots = (WORKSPACE_MOUNT, workspace.as_posix().rstrip("/"))
     found: dict[tuple[str, int], GoFrame] = {}
     for match in _FRAME.finditer(text[:MAX_TEXT_CHARS]):
-        rel = _resolve(match[1], folder=folder, roots=roots, files=files)
+        rel = _resolve(match[1], folder=folder, roots=roots, files=files, module=module_root)
         line = int(match[2])
         if rel is None or line < 1 or (rel, line) in found:
             continue
@@ -71,7 +72,9 @@ def frames(text: str, *, folder: str, workspace: Path) -> list[GoFrame]:
     return list(found.values())
 
 
-def _resolve(path: str, *, folder: str, roots: tuple[str, ...], files: RepoFiles) -> str | None:
+def _resolve(
+    path: str, *, folder: str, roots: tuple[str, ...], files: RepoFiles, module: str = "."
+) -> str | None:
     if path.startswith("/"):
         for root in roots:
             if path.startswith(root + "/"):
@@ -85,6 +88,9 @@ def _resolve(path: str, *, folder: str, roots: tuple[str, ...], files: RepoFiles
         candidates = [path, posixpath.join(here, path)]
     else:
         candidates = [posixpath.join(here, path), path]
+    if module not in ("", "."):
+        candidates.insert(0 if "/" in path and not path.startswith("./") else 1,
+                          posixpath.join(module, path))  # fmt: skip
     for candidate in candidates:
         rel = files.inside(candidate)
         if rel is not None and files.exists(rel):

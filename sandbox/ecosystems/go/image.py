@@ -25,10 +25,11 @@ import hashlib
 import io
 import posixpath
 import re
+import shlex
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -112,16 +113,22 @@ def seed_command() -> str:
     )
 
 
-def warm_command() -> str:
+def warm_command(folders: Sequence[str] = (".",)) -> str:
     """Shell for a set-up, after its download: every package the module's tests import, and the
     module's own, compiled into SETUP_GOCACHE (started from the seed), so that the agent's first
-    `go test` compiles what it changed (tests/test_go_setup.py). `go list -export` runs no code
-    of the module, and with -e a package that does not build is left as it is: the tests say so
-    later, set-up still succeeds."""
+    `go test` compiles what it changed (tests/test_go_setup.py); of several modules (`folders`),
+    each one's in its folder. `go list -export` runs no code of the module, and with -e a
+    package that does not build is left as it is: the tests say so later, set-up still
+    succeeds."""
+    listed = f"GOCACHE={SETUP_GOCACHE} go list -e -deps -test -export ./... > /dev/null"
+    each = (
+        listed
+        if list(folders) == ["."]
+        else " && ".join(f"(cd {shlex.quote(f)} && {listed})" for f in folders)
+    )
     return (
         f"{{ [ -e {SETUP_GOCACHE} ] || ! [ -d {CACHE_SEED} ] || cp -R {CACHE_SEED} "
-        f"{SETUP_GOCACHE}; }} && GOCACHE={SETUP_GOCACHE} go list -e -deps -test -export ./... "
-        "> /dev/null"
+        f"{SETUP_GOCACHE}; }} && {each}"
     )
 
 

@@ -17,10 +17,12 @@ tree. A module that requires nothing needs none either.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from sandbox.ecosystems.go.gomod import read_go_mod
 from sandbox.ecosystems.go.image import warm_command
+from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.setup.installer import Installer
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
@@ -61,7 +63,11 @@ _MISSING = (
 
 def infer_go_setup(repo: Path) -> SetupPlan:
     """`go mod download` for a module that requires others and vendors none, then the build
-    cache the test runs start from (image.py: warm_command)."""
+    cache the test runs start from (image.py: warm_command); of several modules (modules.py),
+    each one's in its folder."""
+    modules = find_modules(repo)
+    if modules.several or any(m.folder != "." for m in modules.modules):
+        return _several(repo, modules)
     files = RepoFiles(repo)
     mod = read_go_mod(repo)
     if mod is None:
@@ -85,6 +91,42 @@ def infer_go_setup(repo: Path) -> SetupPlan:
         sources=("go.mod", *(("go.sum",) if files.exists("go.sum") else ())),
         summary=f"go mod download ({len(mod.requires)} modules required in go.mod), then the "
         "packages the tests import compiled into the build cache",
+        installer=GO_INSTALLER,
+    )
+
+
+def _several(repo: Path, modules: GoModules) -> SetupPlan:
+    """Set-up of several modules: `go mod download` in each that requires modules and vendors
+    none (a module of the repository it requires is replaced by its folder or in go.work,
+    else it comes from the proxy like any other), then all of them warmed."""
+    files = RepoFiles(repo)
+    sources = [f for f in ("go.work", "go.work.sum") if files.exists(f)]
+    downloads: list[str] = []
+    required = 0
+    for module in modules.modules:
+        base = "" if module.folder == "." else module.folder + "/"
+        sources += [f"{base}{f}" for f in ("go.mod", "go.sum") if files.exists(f"{base}{f}")]
+        if module.vendored:
+            sources.append(f"{base}vendor/modules.txt")
+        elif module.mod.requires:
+            required += len(module.mod.requires)
+            downloads.append(f"(cd {shlex.quote(module.folder)} && go mod download)")
+    named = ", ".join(m.folder for m in modules.modules)
+    if not downloads:
+        return SetupPlan(
+            command=None,
+            sources=tuple(sources),
+            summary=f"nothing to download in the {len(modules.modules)} modules ({named}): "
+            "none requires a module it does not vendor",
+            installer=GO_INSTALLER,
+        )
+    warmed = [m.folder for m in modules.modules if not m.vendored]
+    return SetupPlan(
+        command=" && ".join([*downloads, warm_command(warmed)]),
+        sources=tuple(sources),
+        summary=f"go mod download in {len(downloads)} of {len(modules.modules)} modules "
+        f"({named}; {required} requires), then the packages their tests import compiled "
+        "into the build cache",
         installer=GO_INSTALLER,
     )
 

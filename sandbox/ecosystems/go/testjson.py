@@ -21,8 +21,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sandbox.testrun.junit import MAX_TESTCASES, TestFailure, TestSummary
+
+if TYPE_CHECKING:
+    from sandbox.ecosystems.go.modules import GoModules
 
 OUTPUT_LINES = 40  # of a failing test's output, kept (the first and last halves)
 LINE_CHARS = 300
@@ -45,8 +49,12 @@ class _Package:
     tests: dict[str, _Test] = field(default_factory=dict)
 
 
-def package_folder(module: str | None) -> Callable[[str], str]:
-    """Import path -> the id's folder: relative to `module`'s root, `.` for the root itself."""
+def package_folder(module: str | None, *, modules: GoModules | None = None) -> Callable[[str], str]:
+    """Import path -> the id's folder: relative to `module`'s root, `.` for the root itself;
+    with `modules` (a repository of several), relative to the repository's root."""
+    if modules is not None:
+        several = modules
+        return lambda import_path: several.folder_of(import_path) or import_path
 
     def folder(import_path: str) -> str:
         if module and import_path == module:
@@ -58,9 +66,12 @@ def package_folder(module: str | None) -> Callable[[str], str]:
     return folder
 
 
-def parse_go_test_json(data: bytes, *, module: str | None = None) -> TestSummary:
-    """The report `go test -json` wrote; ValueError when it holds no test2json event."""
-    folder = package_folder(module)
+def parse_go_test_json(
+    data: bytes, *, module: str | None = None, modules: GoModules | None = None
+) -> TestSummary:
+    """The report `go test -json` wrote (one module's, or several modules' one after the other);
+    ValueError when it holds no test2json event."""
+    folder = package_folder(module, modules=modules)
     packages: dict[str, _Package] = {}
     builds: dict[str, list[str]] = {}
     events = 0
