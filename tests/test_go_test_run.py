@@ -151,3 +151,16 @@ def test_go_mod_cannot_be_edited(sandbox):
     changed = sandbox.box.run("echo 'go 1.99' >> go.mod")
     assert changed.exit_code != 0  # and the code under test: locked in the sandbox
     assert "1.99" not in Path(sandbox.workspace.path, "go.mod").read_text()
+
+
+def test_a_package_with_c_in_it_builds_and_is_judged_as_on_ci(sandbox):
+    """cgo on, as Go's default has it where gcc is (CI's runners): a package that calls C."""
+    baseline = run(sandbox)
+    (sandbox.workspace.path / "calc/add.go").write_text(
+        "package calc\n\n// static int cadd(int a, int b) { return a + b; }\n"
+        'import "C"\n\nfunc Add(a, b int) int { return int(C.cadd(C.int(a), C.int(b))) }\n'
+    )
+    fixed = run(sandbox)
+    assert fixed.summary is not None, fixed.render()
+    assert fixed.summary.outcomes["calc::TestAdd/one_plus_two"] == "passed", fixed.render()
+    assert judge(fixed, baseline=baseline).passed

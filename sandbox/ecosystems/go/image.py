@@ -9,8 +9,9 @@ GOPATH and GOMODCACHE under /home/worker/go, on the image's disk, so that the mo
 downloads are committed with the set-up image and read by the test runs; GOCACHE (the build
 cache, which every build writes) on /tmp, the one place a test run under a read-only root may
 write, filled before each run from the seed or from what set-up compiled (seed_command);
-GOTELEMETRY=off; CGO_ENABLED=0 (the base image has no C compiler). GOPROXY and GOSUMDB keep Go's
-defaults: a set-up passes the user's (sandbox/ecosystems/go/setup_infer.py), and a
+GOTELEMETRY=off; cgo as Go's default has it where a C compiler is on PATH (the base image's
+gcc: a plugin, `-race`, a package with C in it build as on CI's runner). GOPROXY and GOSUMDB
+keep Go's defaults: a set-up passes the user's (sandbox/ecosystems/go/setup_infer.py), and a
 test run has no network to reach them with.
 
 An image is current while its recipe label matches (this Dockerfile, the base image's id, the
@@ -83,15 +84,14 @@ RUN set -e; ln -sf /usr/local/go/bin/go /usr/local/go/bin/gofmt /usr/local/bin/;
     mkdir -p {GOMODCACHE}; chown -R ${{UID}}:${{UID}} {GOPATH}; \\
     mkdir /tmp/warm; cd /tmp/warm; printf 'module warm\\n' > go.mod; \\
     printf '{_WARM_GO}' > warm.go; printf '{_WARM_TEST}' > warm_test.go; \\
-    GOTOOLCHAIN=local GOCACHE={CACHE_SEED} GOFLAGS=-mod=mod CGO_ENABLED=0 HOME=/tmp \\
+    GOTOOLCHAIN=local GOCACHE={CACHE_SEED} GOFLAGS=-mod=mod HOME=/tmp \\
         go test -json ./... > /dev/null; \\
     cd /; rm -rf /tmp/warm; chmod -R a+rX {CACHE_SEED}
 ENV GOTOOLCHAIN=local \\
     GOPATH={GOPATH} \\
     GOMODCACHE={GOMODCACHE} \\
     GOCACHE={GOCACHE} \\
-    GOTELEMETRY=off \\
-    CGO_ENABLED=0
+    GOTELEMETRY=off
 USER ${{UID}}:${{UID}}
 """
 
