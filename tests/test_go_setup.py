@@ -118,21 +118,31 @@ def test_modules_come_through_the_fence_and_the_tests_find_them_offline(
         assert session.workspace.git("status", "--porcelain").decode() == ""
 
 
+VENDORED = {
+    "vendor/modules.txt": "# example.com/greet v1.0.0\n## explicit; go 1.22\nexample.com/greet\n",
+    "vendor/example.com/greet/greet.go": GREET["example.com/greet"]["v1.0.0"]["greet.go"],
+}
+
+
+@pytest.mark.parametrize("where", ["proxy", "vendor"])
 def test_the_agents_first_go_test_compiles_no_package_set_up_compiled(
-    docker_client, make_repo, set_up, tmp_path
+    docker_client, make_repo, set_up, tmp_path, where
 ):
     # Set-up's build cache is on the image's disk and each test run starts from it: in the
     # agent's sandbox (read-only root, no network), a first `go test -x` from a fresh GOCACHE,
     # filled as a test run fills it, compiles neither the dependency nor the module's package;
-    # only the test binary's generated main. Without set-up's cache it compiles all three.
-    repo = make_repo({**module("example.com/greet v1.0.0"), "go.sum": go_sum(GREET)})
+    # only the test binary's generated main. Without set-up's cache it compiles all three. A
+    # module that vendors its dependency downloads nothing and is warmed from vendor/.
+    sums = {"go.sum": go_sum(GREET)} if where == "proxy" else VENDORED
+    repo = make_repo({**module("example.com/greet v1.0.0"), **sums})
     result = set_up(repo, progress=lambda _: None)
     spec = BoxSpec(client=docker_client, image=result.image, limits=LIMITS, overlay=result.tree)
+    mod = "readonly" if where == "proxy" else "vendor"
     with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
         ran = run_tests(session.box, test_cmd="go test ./...")
         assert ran.summary is not None and ran.summary.all_passed, ran.render()
         probe = session.box.run(
-            f"export GOCACHE=/tmp/probe-cache GOFLAGS=-mod=readonly; {seed_command()}; "
+            f"export GOCACHE=/tmp/probe-cache GOFLAGS=-mod={mod}; {seed_command()}; "
             "go test -x ./... 2>&1",
             timeout_s=120,
         )

@@ -10,8 +10,9 @@ GOINSECURE, GOAUTH) are passed as they are. The modules land in GOMODCACHE, on t
 them with no network; then the packages the tests import are compiled into a build cache on the
 image's disk, which each test run copies into its GOCACHE (image.py: warm_command,
 seed_command): the agent's first `go test` compiles what it changed, not the dependencies. A
-module with a vendor/ folder needs no set-up at all: Go builds it with -mod=vendor from the
-tree. A module that requires nothing needs none either.
+module with a vendor/ folder downloads nothing: Go builds it with -mod=vendor from the tree,
+and its set-up only compiles the vendored packages into the build cache. A module that
+requires nothing needs no set-up.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ _MISSING = (
 
 def infer_go_setup(repo: Path) -> SetupPlan:
     """`go mod download` for a module that requires others and vendors none, then the build
-    cache the test runs start from (image.py: warm_command); of several modules (modules.py),
-    each one's in its folder."""
+    cache the test runs start from (image.py: warm_command), also for a module that vendors
+    its own (from vendor/, no network); of several modules (modules.py), each one's in its
+    folder."""
     modules = find_modules(repo)
     if modules.several or any(m.folder != "." for m in modules.modules):
         return _several(repo, modules)
@@ -74,9 +76,10 @@ def infer_go_setup(repo: Path) -> SetupPlan:
         return SetupPlan(command=None, summary="no go.mod", installer=GO_INSTALLER)
     if files.exists("vendor/modules.txt"):
         return SetupPlan(
-            command=None,
-            sources=("vendor/modules.txt",),
-            summary="nothing to download: vendor/ holds the modules (built with -mod=vendor)",
+            command=warm_command(),
+            sources=("go.mod", "vendor/modules.txt"),
+            summary="nothing to download: vendor/ holds the modules (built with -mod=vendor); "
+            "the packages the tests import compiled into the build cache",
             installer=GO_INSTALLER,
         )
     if not mod.requires:
@@ -112,15 +115,15 @@ def _several(repo: Path, modules: GoModules) -> SetupPlan:
             required += len(module.mod.requires)
             downloads.append(f"(cd {shlex.quote(module.folder)} && go mod download)")
     named = ", ".join(m.folder for m in modules.modules)
-    if not downloads:
+    warmed = [m.folder for m in modules.modules if m.vendored or m.mod.requires]
+    if not warmed:
         return SetupPlan(
             command=None,
             sources=tuple(sources),
             summary=f"nothing to download in the {len(modules.modules)} modules ({named}): "
-            "none requires a module it does not vendor",
+            "none requires a module",
             installer=GO_INSTALLER,
         )
-    warmed = [m.folder for m in modules.modules if not m.vendored]
     return SetupPlan(
         command=" && ".join([*downloads, warm_command(warmed)]),
         sources=tuple(sources),
