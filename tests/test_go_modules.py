@@ -60,12 +60,13 @@ def test_the_modules_of_a_repository_and_the_command_that_tests_them_all(make_re
         ("svc", "example.com/svc"),
     ]
     assert ecosystem_for(repo, None) is GO
-    assert detect_test_command(repo) == "go test ./... ./examples/... ./svc/..."
+    # With no command, the root's module alone, as `go test ./...` there tests it.
+    assert detect_test_command(repo) == "go test ./..."
     assert modules.folder_of("example.com/svc/calc") == "svc/calc"
     assert modules.folder_of("example.com/tools/strs") == "strs"
     assert modules.folder_of("example.com/other") is None
 
-    parsed = GoTestCommand.parse("go test -count=1 ./... ./svc/...")
+    parsed = GoTestCommand.parse("go test -count=1 ./... ./svc/...")  # a command naming svc
     assert parsed is not None
     command = parsed.each_module(["svc/calc::TestAdd/one_plus_two"], report="/r", modules=modules)
     assert "(cd svc && GOFLAGS=-mod=readonly go test -json -count=1 -run '^(TestAdd)$' ./calc" in (
@@ -76,10 +77,11 @@ def test_the_modules_of_a_repository_and_the_command_that_tests_them_all(make_re
     assert "(cd . && GOFLAGS=-mod=readonly go test -json -count=1 ./... >> /r)" in every
     assert "(cd svc && GOFLAGS=-mod=readonly go test -json -count=1 ./... >> /r)" in every
 
-    # Nothing to download: no module requires one; set-up still knows all their files.
-    plan = infer_go_setup(repo)
-    assert plan.command is None
-    assert set(plan.sources) == {"go.mod", "examples/go.mod", "svc/go.mod"}
+    # Set-up is the tested modules': the root's, which requires nothing. A nested module's
+    # own requirements (a benchmark's, a tool's) are not fetched for a run that does not test it.
+    nested_needs = make_repo({**SEVERAL, "svc/go.mod": "module example.com/svc\n\ngo 1.22\n\n"
+                              "require example.com/unreachable v1.0.0\n"})  # fmt: skip
+    assert infer_go_setup(nested_needs).command is None
 
 
 def test_a_go_work_at_the_root_names_the_modules(make_repo):
@@ -94,6 +96,10 @@ def test_a_go_work_at_the_root_names_the_modules(make_repo):
     assert modules.workspace
     assert [m.folder for m in modules.modules] == ["examples", "svc"]
     assert detect_test_command(repo) == "go test ./examples/... ./svc/..."
+    # One-letter folders too: each pattern runs in its own module's folder.
+    two = find_modules(make_repo(WORKSPACE))
+    parsed = GoTestCommand.parse("go test ./a/... ./b/...")
+    assert parsed is not None and parsed.groups([], two) == {"a": ["./..."], "b": ["./..."]}
 
 
 #: A go.work workspace: module a's test calls module b's buggy Add, which a does not require
@@ -136,9 +142,16 @@ def several(session_of) -> Iterator[SandboxSession]:
         yield session
 
 
+#: The three modules named, as a user would to test them all.
+NAMED = "go test ./... ./examples/... ./svc/..."
+
+
 @pytest.mark.docker
 def test_each_modules_tests_run_in_its_folder_and_are_judged_by_id(several):
-    test_cmd = detect_test_command(several.workspace.path)
+    test_cmd = NAMED
+    root_only = run_tests(several.box, test_cmd=detect_test_command(several.workspace.path))
+    assert root_only.summary is not None and root_only.passed, root_only.render()
+    assert set(root_only.summary.outcomes) == {"strs::TestReverse", "strs::TestLater"}
     baseline = run_tests(several.box, test_cmd=test_cmd)
     assert baseline.summary is not None, baseline.render()
     assert dict(baseline.summary.outcomes) == {
@@ -204,14 +217,14 @@ def test_a_workspaces_modules_use_each_other_and_a_fix_in_one_passes_the_others(
 def test_worker_fix_on_a_repository_of_several_modules(make_repo, tmp_path, index):  # noqa: F811
     repo = make_repo(SEVERAL)
     before = tree_state(repo)
-    proc, server = fix(repo, tmp_path / "out", index, [tool_call("apply_patch", {"patch": FIX})])
+    script = [tool_call("apply_patch", {"patch": FIX})]
+    proc, server = fix(repo, tmp_path / "out", index, script, "--test-cmd", NAMED)
     assert proc.returncode == 0, proc.stderr
     r = report(tmp_path / "out")
     assert r["status"] == "fixed" and r["verification"]["passed"] is True
     assert "(cd svc && GOFLAGS=-mod=readonly go test -json ./... >> /tmp/" in r["test_cmd"]
     assert sorted(r["tests_before"]["failing"]) == FAILING
     assert r["verdict"]["rule"] == "junit", r["verdict"]
-    # go 1.22 in svc/go.mod is the newest any module asks for.
     assert r["setup"]["toolchain"]["why"] == "go 1.22 in go.mod"
     assert tree_state(repo) == before
     first = server.requests[0]["messages"][1]["content"]

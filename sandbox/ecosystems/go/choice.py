@@ -66,8 +66,8 @@ class GoChoice:
 def choose_go(
     repo: Path, *, index: str | None = None, progress: Callable[[str], None] = lambda _m: None
 ) -> GoChoice:
-    """The Go for a run on `repo` (its root go.mod; of several modules, the one that asks for
-    the newest Go), among the releases `index` lists."""
+    """The Go for a run on `repo` (its root go.mod; of a workspace's modules, the one that asks
+    for the newest Go), among the releases `index` lists."""
     url = index_url(index)
     listed = releases(index=url, progress=progress)
     mod = _neediest(repo) or GoMod(module=None, go=None, go_text=None, toolchain=None,
@@ -77,10 +77,10 @@ def choose_go(
 
 def _neediest(repo: Path) -> GoMod | None:
     root = read_go_mod(repo)
-    modules = find_modules(repo).modules
-    if len(modules) <= 1 and root is not None:
+    found = find_modules(repo)
+    if not found.beyond_root and root is not None:
         return root
-    mods = [m.mod for m in modules] or ([root] if root else [])
+    mods = [m.mod for m in found.tested] or ([root] if root else [])
     return max(mods, key=lambda m: m.needs or (0, 0, 0), default=None)
 
 

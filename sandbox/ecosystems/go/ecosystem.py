@@ -137,16 +137,21 @@ class GoTestCommand:
         words = [*self.assignments, "go", "test", "-json", *flags, *packages]
         return f"{shlex.join(words)} > {report}"
 
+    def groups(self, ids: Sequence[str], modules: GoModules) -> dict[str, list[str]]:
+        """The package patterns by the folder of the module each is in, as written there."""
+        groups: dict[str, list[str]] = {}
+        for package in self.selection(ids)[1]:
+            where, pattern = _in_module(package, modules)
+            groups.setdefault(where, []).append(pattern)
+        return groups
+
     def each_module(self, ids: Sequence[str], *, report: str, modules: GoModules) -> str:
         """The same for a repository of several modules: each package pattern run in the folder
         of the module it is in (`./tools/...` as `./...` in tools/), module by module, their
         events one after the other in `report`; the exit status the last failing one's. A
         module with a vendor/ folder builds from it; the others -mod=readonly."""
-        flags, packages = self.selection(ids)
-        groups: dict[str, list[str]] = {}
-        for package in packages:
-            where, pattern = _in_module(package, modules)
-            groups.setdefault(where, []).append(pattern)
+        flags, _ = self.selection(ids)
+        groups = self.groups(ids, modules)
         lines = [f": > {report}", "rc=0"]
         for where, patterns in groups.items():
             module = modules.at(where)
@@ -219,11 +224,11 @@ class Go:
         return words[:2] == ["go", "test"]
 
     def test_command(self, repo: Path) -> str | None:
-        """`go test ./...`; for several modules, each one's `./...` (modules.py)."""
+        """`go test ./...`; for a go.work's modules, each one's `./...` (modules.py)."""
         if not self.recognises(repo):
             return None
         modules = find_modules(repo)
-        return modules.test_command() if _beyond_root(modules) else TEST_COMMAND
+        return modules.test_command() if modules.beyond_root else TEST_COMMAND
 
     def instrument(
         self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
@@ -236,7 +241,7 @@ class Go:
             return None
         report = f"/tmp/worker-report-{secrets.token_hex(8)}"
         modules = find_modules(workspace)
-        if _beyond_root(modules):
+        if _beyond_root(modules) and list(parsed.groups(ids, modules)) != ["."]:
             each = parsed.each_module(ids, report=report, modules=modules)
             return Instrumented(
                 command=f"{seed_command()}; {each}",

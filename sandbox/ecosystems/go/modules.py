@@ -1,5 +1,6 @@
 """A repository's Go modules: one go.mod at the root, or several (docs/go-tests.md, "Several
-modules").
+modules"). All of them map a package's import path to its folder; `tested` are those a run
+tests when no command names them.
 
 Which modules: a go.work at the root names them (its `use` lines: the go command refuses to
 test, inside that workspace, a module it does not list); otherwise every folder with a go.mod,
@@ -16,7 +17,7 @@ walked and modules kept.
 >>> [(m.folder, m.path) for m in found.modules], found.folder_of("ex.com/m/tools/gen")
 ([('.', 'ex.com/m'), ('tools', 'ex.com/m/tools')], 'tools/gen')
 >>> found.module_root("tools/gen"), found.module_root("calc"), found.test_command()
-('tools', '.', 'go test ./... ./tools/...')
+('tools', '.', 'go test ./...')
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ class GoModules:
     def several(self) -> bool:
         return len(self.modules) > 1
 
+    @property
+    def tested(self) -> tuple[GoModule, ...]:
+        """The modules tested when no command names them: a workspace's, each in turn; else
+        the root's alone, as `go test ./...` there tests it (a nested module, often benchmarks
+        or tools with requirements of their own, is tested when a command names it); else,
+        with no module at the root, each found."""
+        if self.workspace:
+            return self.modules
+        root = self.at(".")
+        return (root,) if root is not None else self.modules
+
+    @property
+    def beyond_root(self) -> bool:
+        """Whether the tested modules are other than the root's alone."""
+        return [m.folder for m in self.tested] != ["."]
+
     def folder_of(self, import_path: str) -> str | None:
         """The repository folder of an import path in one of the modules (the longest module
         path it is under); None for another module's."""
@@ -82,14 +99,16 @@ class GoModules:
         best = "."
         for module in self.modules:
             f = module.folder
-            if f != "." and (norm == f or norm.startswith(f + "/")) and len(f) > len(best):
-                best = f
+            if f != "." and (norm == f or norm.startswith(f + "/")):
+                if best == "." or len(f) > len(best):
+                    best = f
         return best
 
     def test_command(self) -> str:
-        """`go test` of every package of every module: `./...` for the root's, `./tools/...`
-        for the one in tools/ (each module's patterns run in its own folder: ecosystem.py)."""
-        patterns = ["./..." if m.folder == "." else f"./{m.folder}/..." for m in self.modules]
+        """`go test` of every package of the tested modules: `./...` for the root's,
+        `./tools/...` for the one in tools/ (each module's patterns run in its own folder:
+        ecosystem.py)."""
+        patterns = ["./..." if m.folder == "." else f"./{m.folder}/..." for m in self.tested]
         return " ".join(["go", "test", *patterns])
 
     def at(self, folder: str) -> GoModule | None:

@@ -65,10 +65,10 @@ _MISSING = (
 def infer_go_setup(repo: Path) -> SetupPlan:
     """`go mod download` for a module that requires others and vendors none, then the build
     cache the test runs start from (image.py: warm_command), also for a module that vendors
-    its own (from vendor/, no network); of several modules (modules.py), each one's in its
-    folder."""
+    its own (from vendor/, no network); of the modules a run tests (modules.py: `tested`),
+    each one's in its folder."""
     modules = find_modules(repo)
-    if modules.several or any(m.folder != "." for m in modules.modules):
+    if modules.beyond_root:
         return _several(repo, modules)
     files = RepoFiles(repo)
     mod = read_go_mod(repo)
@@ -106,7 +106,7 @@ def _several(repo: Path, modules: GoModules) -> SetupPlan:
     sources = [f for f in ("go.work", "go.work.sum") if files.exists(f)]
     downloads: list[str] = []
     required = 0
-    for module in modules.modules:
+    for module in modules.tested:
         base = "" if module.folder == "." else module.folder + "/"
         sources += [f"{base}{f}" for f in ("go.mod", "go.sum") if files.exists(f"{base}{f}")]
         if module.vendored:
@@ -114,20 +114,21 @@ def _several(repo: Path, modules: GoModules) -> SetupPlan:
         elif module.mod.requires:
             required += len(module.mod.requires)
             downloads.append(f"(cd {shlex.quote(module.folder)} && go mod download)")
-    named = ", ".join(m.folder for m in modules.modules)
-    warmed = [m.folder for m in modules.modules if m.vendored or m.mod.requires]
+    tested = modules.tested
+    named = ", ".join(m.folder for m in tested)
+    warmed = [m.folder for m in tested if m.vendored or m.mod.requires]
     if not warmed:
         return SetupPlan(
             command=None,
             sources=tuple(sources),
-            summary=f"nothing to download in the {len(modules.modules)} modules ({named}): "
+            summary=f"nothing to download in the {len(tested)} modules ({named}): "
             "none requires a module",
             installer=GO_INSTALLER,
         )
     return SetupPlan(
         command=" && ".join([*downloads, warm_command(warmed)]),
         sources=tuple(sources),
-        summary=f"go mod download in {len(downloads)} of {len(modules.modules)} modules "
+        summary=f"go mod download in {len(downloads)} of {len(tested)} modules "
         f"({named}; {required} requires), then the packages their tests import compiled "
         "into the build cache",
         installer=GO_INSTALLER,
