@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sandbox.ecosystems.go.gomod import GoMod, GoVersion, dotted, read_go_mod
+from sandbox.ecosystems.go.gomod import GoMod, GoVersion, dotted
 from sandbox.ecosystems.go.index import index_url, releases
 from sandbox.ecosystems.go.modules import find_modules
 from sandbox.errors import WrongGo
@@ -76,11 +76,7 @@ def choose_go(
 
 
 def _neediest(repo: Path) -> GoMod | None:
-    root = read_go_mod(repo)
-    found = find_modules(repo)
-    if not found.beyond_root and root is not None:
-        return root
-    mods = [m.mod for m in found.tested] or ([root] if root else [])
+    mods = [m.mod for m in find_modules(repo).tested]
     return max(mods, key=lambda m: m.needs or (0, 0, 0), default=None)
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
 from sandbox.ecosystems.go.choice import GoChoice, choose_go
 from sandbox.ecosystems.go.cireport import has_go_test, read_go_ci_report
-from sandbox.ecosystems.go.gomod import go_version, read_go_mod
+from sandbox.ecosystems.go.gomod import go_version
 from sandbox.ecosystems.go.image import GoImage, ensure_go_image, seed_command
 from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
@@ -200,11 +200,6 @@ def _pattern(folder: str) -> str:
     return "./" + folder
 
 
-def _beyond_root(modules: GoModules) -> bool:
-    """Several modules, or one that is not at the root (a go.work naming it)."""
-    return modules.several or any(m.folder != "." for m in modules.modules)
-
-
 class Go:
     """The Go ecosystem (see the module docstring)."""
 
@@ -241,7 +236,7 @@ class Go:
             return None
         report = f"/tmp/worker-report-{secrets.token_hex(8)}"
         modules = find_modules(workspace)
-        if _beyond_root(modules) and list(parsed.groups(ids, modules)) != ["."]:
+        if not modules.root_alone and list(parsed.groups(ids, modules)) != ["."]:
             each = parsed.each_module(ids, report=report, modules=modules)
             return Instrumented(
                 command=f"{seed_command()}; {each}",
@@ -249,12 +244,11 @@ class Go:
                 read_report=lambda data: parse_go_test_json(data, modules=modules),
                 report_kind="go test -json",
             )
-        mod = read_go_mod(workspace)
-        module = mod.module if mod else None
+        own = modules.at(".")
+        module = own.path if own else None
         # -mod=readonly (Go's default since 1.16, CI's too): go.mod and go.sum as committed,
         # no module looked up; vendor/: Go's default, -mod=vendor. docs/go-tests.md.
-        vendored = RepoFiles(workspace).exists("vendor/modules.txt")
-        env = {} if vendored else {"GOFLAGS": "-mod=readonly"}
+        env = {} if own is not None and own.vendored else {"GOFLAGS": "-mod=readonly"}
         return Instrumented(
             command=f"{seed_command()}; {parsed.command(ids, report=report)}",
             env=env,
@@ -290,10 +284,10 @@ class Go:
         """CI's JUnit (gotestsum's, go-junit-report's) or `go test -json` log
         (sandbox/ecosystems/go/cireport.py); ValueError otherwise."""
         modules = find_modules(repo)
-        if _beyond_root(modules):
+        if not modules.root_alone:
             return read_go_ci_report(data, module=None, modules=modules)
-        mod = read_go_mod(repo)
-        return read_go_ci_report(data, module=mod.module if mod else None)
+        root = modules.at(".")
+        return read_go_ci_report(data, module=root.path if root else None)
 
     def has_test(self, repo: Path, test_id: str) -> bool:
         return has_go_test(RepoFiles(repo), test_id)

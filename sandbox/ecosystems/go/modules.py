@@ -73,8 +73,13 @@ class GoModules:
 
     @property
     def beyond_root(self) -> bool:
-        """Whether the tested modules are other than the root's alone."""
-        return [m.folder for m in self.tested] != ["."]
+        """Whether a tested module is other than the root's."""
+        return any(m.folder != "." for m in self.tested)
+
+    @property
+    def root_alone(self) -> bool:
+        """No module but the root's (or none): ids and paths are the root module's own."""
+        return [m.folder for m in self.modules] in ([], ["."])
 
     def folder_of(self, import_path: str) -> str | None:
         """The repository folder of an import path in one of the modules (the longest module
@@ -114,10 +119,6 @@ class GoModules:
     def at(self, folder: str) -> GoModule | None:
         return next((m for m in self.modules if m.folder == folder), None)
 
-    def paths(self) -> dict[str, str]:
-        """Module path -> folder, for the modules that declare a path."""
-        return {m.path: m.folder for m in self.modules if m.path}
-
 
 def find_modules(repo: Path) -> GoModules:
     """The modules of `repo` (see the module docstring)."""
@@ -133,17 +134,25 @@ def find_modules(repo: Path) -> GoModules:
     while queue and walked < MAX_FOLDERS and len(found) < MAX_MODULES:
         folder = queue.popleft()
         walked += 1
-        rel = "go.mod" if folder == "." else f"{folder}/go.mod"
-        if files.exists(rel) and (mod := read_go_mod(repo, rel)) is not None:
-            found.append(_module(files, folder, mod))
+        here = root if folder == "." else root / folder
+        names: list[str] = []
+        has_mod = False
         try:
-            with os.scandir(root if folder == "." else root / folder) as entries:
-                names = sorted(
-                    e.name for e in entries if e.is_dir(follow_symlinks=False) and _walked(e.name)
-                )
+            # Folders reached through no link (a link is never entered), so an entry's own
+            # type is all that needs checking; one listing per folder.
+            with os.scandir(here) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if _walked(entry.name):
+                            names.append(entry.name)
+                    elif entry.name == "go.mod" and entry.is_file(follow_symlinks=False):
+                        has_mod = True
         except OSError:
             continue
-        queue.extend(n if folder == "." else f"{folder}/{n}" for n in names)
+        rel = "go.mod" if folder == "." else f"{folder}/go.mod"
+        if has_mod and (mod := read_go_mod(repo, rel)) is not None:
+            found.append(_module(files, folder, mod))
+        queue.extend(n if folder == "." else f"{folder}/{n}" for n in sorted(names))
     return GoModules(modules=tuple(sorted(found, key=_order)))
 
 

@@ -21,7 +21,6 @@ import re
 import shlex
 from pathlib import Path
 
-from sandbox.ecosystems.go.gomod import read_go_mod
 from sandbox.ecosystems.go.image import warm_command
 from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.setup.installer import Installer
@@ -71,10 +70,11 @@ def infer_go_setup(repo: Path) -> SetupPlan:
     if modules.beyond_root:
         return _several(repo, modules)
     files = RepoFiles(repo)
-    mod = read_go_mod(repo)
-    if mod is None:
+    own = modules.at(".")
+    if own is None:
         return SetupPlan(command=None, summary="no go.mod", installer=GO_INSTALLER)
-    if files.exists("vendor/modules.txt"):
+    mod = own.mod
+    if own.vendored:
         return SetupPlan(
             command=warm_command(),
             sources=("go.mod", "vendor/modules.txt"),
