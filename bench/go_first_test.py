@@ -37,6 +37,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# The repository first: bench/sandbox.py would shadow the sandbox package.
+sys.path[:] = [str(ROOT), str(HERE / "tasks")] + [
+    p for p in sys.path if Path(p or ".").resolve() != HERE
+]
+
+from generate import commit_tree  # type: ignore[import-not-found]  # noqa: E402
+
 SEED = "/usr/local/share/go-build-seed"
 
 
@@ -87,13 +94,7 @@ def main() -> int:
     try:
         repo = work / "module"
         shutil.copytree(args.module.resolve(), repo)
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-        for git in (
-            ["init", "-q"],
-            ["add", "-A"],
-            ["-c", "user.name=b", "-c", "user.email=b@b.invalid", "commit", "-qm", "m"],
-        ):
-            subprocess.run(["git", "-C", str(repo), *git], check=True, env=env)  # fmt: skip
+        commit_tree(repo, "m")
         os.chmod(repo, 0o755)
         rows = []
         for seeded in (False, True):

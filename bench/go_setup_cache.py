@@ -38,9 +38,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # The repository first: bench/sandbox.py would shadow the sandbox package.
-sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path[:] = [str(ROOT), str(HERE), str(HERE / "tasks")] + [
+    p for p in sys.path if Path(p or ".").resolve() != HERE
+]
 
 from corpus_go import bridge_gateway, module_files, serve_folder  # noqa: E402
+from generate import commit_tree  # type: ignore[import-not-found]  # noqa: E402
 
 from sandbox.ecosystems.go.image import CACHE_SEED  # noqa: E402
 from tests.go_proxy import build_proxy, go_sum  # noqa: E402
@@ -127,13 +130,7 @@ def main() -> int:
         (repo / "go.sum").write_text(go_sum(modules))
         (repo / "app.go").write_text(APP)
         (repo / "app_test.go").write_text(APP_TEST)
-        git_env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-        for git in (
-            ["init", "-q"],
-            ["add", "-A"],
-            ["-c", "user.name=b", "-c", "user.email=b@b.invalid", "commit", "-qm", "m"],
-        ):
-            subprocess.run(["git", "-C", str(repo), *git], check=True, env=git_env)  # fmt: skip
+        commit_tree(repo, "m")
         os.chmod(repo, 0o755)
         with serve_folder(work / "proxy", bridge_gateway()) as url:
             env = {**os.environ, "PYTHONPATH": str(ROOT), "GOPROXY": url,
