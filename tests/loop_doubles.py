@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from policies.budgets import Budgets
 from policies.paths import PathPolicy
 from sandbox.container.results import CommandResult
+from sandbox.source.numbered import numbered
 from sandbox.testrun.junit import TestFailure, TestSummary
 from sandbox.testrun.run import TestRun
 from sandbox.testrun.verdict import TOKEN_PROPERTY
@@ -27,7 +28,6 @@ from tools import apply_patch, read_file
 from tools import replace as replace_tool
 from tools.apply_patch import NO_CODE_CHANGE
 from tools.base import Observation, failed, refused
-from tools.numbered import numbered
 from tools.replace import loosened
 from tools.same_code import same_code
 from tools.spec import ToolSpec

@@ -55,7 +55,8 @@ def test_a_go_module_is_fixed_and_verified_by_test_id(make_repo, tmp_path, index
     assert tree_state(repo) == before
     first = server.requests[0]["messages"][1]["content"]
     assert "calc::TestAdd/one_plus_two" in first and "Add(1, 2) = -1, want 3" in first
-    # The function the failing test calls, found by the Go grounding (worker/loop/go_grounding).
+    # The function the failing test calls, found by the Go grounding
+    # (sandbox/ecosystems/go/grounding.py).
     assert "calc/add.go: Add, lines 3-3" in first, first
 
 

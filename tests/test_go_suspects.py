@@ -13,12 +13,13 @@ import pytest
 import sandbox.ecosystems.go.frames as go_frames
 from policies.limits import Limits
 from policies.paths import PathPolicy
+from sandbox.ecosystems.go import grounding as go_grounding
+from sandbox.ecosystems.go.ecosystem import GO
 from sandbox.session import BoxSpec, SandboxSession, open_session
 from sandbox.testrun.run import TestRun, run_tests
 from tests.conftest import git
-from worker.loop import go_grounding
 from worker.loop.trace import Trace
-from worker.search.go_suspects import locate_in_go_failures
+from worker.search.locate import locate
 
 pytestmark = pytest.mark.docker
 
@@ -91,9 +92,10 @@ def test_suspects_are_the_panics_guard_and_the_compilers_line_never_a_test(basel
     assert run.summary is not None
     assert set(run.summary.outcomes) >= {"calc::TestDiv", "strs"}, run.summary.outcomes
     with Trace(path=tmp_path / "trace.jsonl") as trace:
-        suspects = locate_in_go_failures(
-            run, workspace=session.workspace.path, paths=PathPolicy(), trace=trace
-        )
+        suspects = locate(
+            GO, session.box, run, workspace=session.workspace.path, paths=PathPolicy(),
+            timeout_s=1.0, trace=trace,
+        )  # fmt: skip
     where = [s.where() for s in suspects]
     # The `if` that decided to panic ranks before the panic; the compiler's line is there too.
     assert where[:2] == ["calc/div.go:4", "calc/div.go:5"], where

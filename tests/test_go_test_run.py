@@ -14,6 +14,7 @@ from policies.paths import PathPolicy
 from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.ecosystems.go.ecosystem import GO
 from sandbox.session import BoxSpec, SandboxSession, open_session
+from sandbox.source.places import Place
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
 
@@ -121,7 +122,8 @@ def test_a_patch_that_breaks_another_package_is_not_a_pass(sandbox):
     assert failure.message == (
         "package example.com/tools/strs does not build: strs/rev.go:3:40: undefined: reversed"
     )
-    assert GO.suspect_frames(failure.message) == [("strs/rev.go", 3)]
+    places = GO.failure_places(broken, workspace=sandbox.workspace.path, allowed=lambda _r: True)
+    assert places is not None and Place("strs/rev.go", 3, 0) in places.places[-1], places
     verdict = judge(broken, baseline=baseline)
     assert not verdict.passed
 

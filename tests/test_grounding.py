@@ -8,9 +8,9 @@ from pathlib import Path
 
 from policies.paths import PathPolicy
 from sandbox.container.results import CommandResult
+from sandbox.ecosystems.python.grounding import implicated_code
 from sandbox.testrun.junit import TestFailure, TestSummary
 from sandbox.testrun.run import TestRun
-from worker.loop.grounding import implicated_code
 
 RECIPES = (
     '"""Recipes."""\n'

@@ -1,4 +1,5 @@
-"""The first message's source code on JavaScript and TypeScript (worker/loop/js_grounding.py):
+"""The first message's source code on JavaScript and TypeScript
+(sandbox/ecosystems/node/grounding.py):
 from the failing tests, through their imports (ES modules, CommonJS, TypeScript, a folder's
 index, re-exports), to the definitions they reach, by a real parser. Pure logic over real files
 in a temporary repository; the runners' reports are real (tests/js_reports.py)."""
@@ -8,11 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from policies.paths import PathPolicy
+from sandbox.ecosystems.node.grounding import implicated_code, implicated_files
+from sandbox.ecosystems.node.resolve import Modules
+from sandbox.ecosystems.node.source import exports, imports, parse_bytes
 from sandbox.testrun.junit import TestFailure
 from tests.js_reports import project, report, run_of, text_failures, xml_failures
-from worker.loop.js_grounding import implicated_code, implicated_files
-from worker.loop.js_modules import exports, imports, parse_bytes
-from worker.loop.js_resolve import Modules
 
 POLICY = PathPolicy()
 

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from policies.paths import PathPolicy
+from sandbox.ecosystems.node.ecosystem import NODE
+from sandbox.ecosystems.node.grounding import implicated_code
 from tests.js_reports import project, run_of, xml_failures
 from tests.loop_doubles import MemoryEnvironment, ScriptedModel, edit, make_agent
 from worker.loop.endings import BudgetExhausted
-from worker.loop.js_grounding import implicated_code
 from worker.loop.trace import Trace
-from worker.search.js_suspects import locate_in_stacks
+from worker.search.locate import locate
 from worker.search.sampling import FirstEdits
 
 EDITS = ("replace", "apply_patch")
@@ -29,9 +30,8 @@ def opening(ws: Path, tmp_path: Path, **settings: object):
     opening with its suspects."""
     baseline = run_of(xml_failures("jest.junit.xml"))
     paths = PathPolicy()
-    suspects = locate_in_stacks(
-        baseline, workspace=ws, paths=paths, trace=Trace(path=tmp_path / "locate.jsonl")
-    )
+    trace = Trace(path=tmp_path / "locate.jsonl")
+    suspects = locate(NODE, None, baseline, workspace=ws, paths=paths, timeout_s=1.0, trace=trace)
     sources = implicated_code(baseline, workspace=ws, paths=paths).text
     return baseline, sources, FirstEdits(first_tools=EDITS, suspects=suspects, **settings)
 

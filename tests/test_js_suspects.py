@@ -1,4 +1,4 @@
-"""Suspect lines on JavaScript and TypeScript (worker/search/js_suspects.py): the frames of the
+"""Suspect lines on JavaScript and TypeScript (sandbox/ecosystems/node/places.py): the frames of the
 failing tests' stacks in the repository's own code, from what real runners write (vitest, jest,
 ts-jest, mocha, `node --test`: tests/js_reports.py says how the reports were made). Pure logic
 over real files in a temporary copy of each project."""
@@ -13,17 +13,31 @@ import pytest
 from policies.paths import PathPolicy
 from sandbox.container.docker_sandbox import WORKSPACE_MOUNT
 from sandbox.ecosystems.node import stack_frames
+from sandbox.ecosystems.node.ecosystem import NODE
+from sandbox.ecosystems.node.places import failure_places
 from sandbox.ecosystems.node.stack_frames import failure_texts, frames, is_test_file
 from tests.js_reports import project, report, run_of, text_failures, xml_failures
 from worker.loop.trace import Trace
-from worker.search.js_suspects import locate_in_stacks, rank_frames
-from worker.search.suspects import render
+from worker.search.frame_tally import rank_places
+from worker.search.locate import locate
+from worker.search.suspects import Suspect, render
 
 WRITABLE = PathPolicy()
 
 
 def allowed(rel: str) -> bool:
     return WRITABLE.check(rel, write=True).allowed
+
+
+def rank_frames(texts: list[str], *, workspace: Path, allowed) -> list[Suspect]:
+    """The suspects of `texts` as the search ranks the places the Node package reads."""
+    places = failure_places(texts, workspace=workspace, allowed=allowed)
+    return rank_places(places, workspace=workspace, failed=len(texts))
+
+
+def locate_in_stacks(run, *, workspace: Path, paths: PathPolicy, trace: Trace) -> list[Suspect]:
+    """The search's suspects of a JavaScript run, as `worker fix` asks for them."""
+    return locate(NODE, None, run, workspace=workspace, paths=paths, timeout_s=1.0, trace=trace)
 
 
 def where(texts: list[str], ws: Path) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 
-from tools.numbered import numbered
+from sandbox.source.numbered import numbered
 from tools.patch_parse import FilePatch, Hunk
 
 WINDOW = 12

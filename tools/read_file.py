@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from policies.paths import PathRefused
+from sandbox.source.numbered import numbered
 from tools.base import (
     Observation,
     Tool,
@@ -17,7 +18,6 @@ from tools.base import (
     looks_binary,
     refused,
 )
-from tools.numbered import numbered
 
 WINDOW = 200
 MAX_LINE_CHARS = 400

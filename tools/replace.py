@@ -17,9 +17,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from policies.paths import PathRefused
+from sandbox.source.numbered import numbered
 from tools import apply_patch
 from tools.base import Observation, Tool, ToolContext, argument, failed, looks_binary, refused
-from tools.numbered import numbered
 from tools.search import readable_files
 
 MAX_FILE_BYTES = 2 * 1024 * 1024

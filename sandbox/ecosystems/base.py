@@ -13,7 +13,12 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `toolchain(repo, image=..., backend=...)`: the toolchain image the project asks for, built once;
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
   package not installed, a program missing): one line, exit 6 before any model call;
-- `suspect_frames(text)`: the `path:line` frames of a failure text (the search's suspects);
+- `grounding(run, workspace=..., paths=...)`: the definitions the failing tests reach, by the
+  language's own parser, for the first message; `implicated_files(...)`: the files they point
+  at, shown from the top where no definition is found;
+- `failure_places(run, workspace=..., allowed=...)`: the lines of the repository's own code
+  each failing test's text names (a stack, a compiler error), for the search's suspects; None
+  where the language traces a run instead: `line_counts(box, run, timeout_s=...)`;
 - `read_ci_report(data, repo)`: a JUnit file CI wrote, its ids as this ecosystem's runs say them;
 - `has_test(repo, test_id)`: whether a test CI named is in the repository (read, never run).
 
@@ -30,8 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from policies.paths import PathPolicy
+from sandbox.container.base import Sandbox
 from sandbox.container.results import CommandResult
 from sandbox.setup.plan import SetupPlan
+from sandbox.source.grounding import Grounding
+from sandbox.source.places import LineCounts, Place
 from sandbox.testrun.junit import TestSummary
 
 if TYPE_CHECKING:
@@ -43,12 +52,25 @@ class FailedRun(Protocol):
     here, so that the ecosystems sit below the test run that asks them how to run."""
 
     @property
+    def test_cmd(self) -> str: ...
+
+    @property
     def result(self) -> CommandResult: ...
 
     @property
     def summary(self) -> TestSummary | None: ...
 
     def failure_texts(self) -> Iterator[tuple[str, str]]: ...
+
+
+@dataclass(frozen=True)
+class Places:
+    """The places a run's failures name, one list per failing test (innermost first), what
+    they were read from and why there are none, for the search's trace."""
+
+    places: list[list[Place]]
+    source: str  # "stack traces"
+    why_empty: str
 
 
 class NoTestCommand(Exception):
@@ -113,7 +135,17 @@ class Ecosystem(Protocol):
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None: ...
 
-    def suspect_frames(self, text: str) -> list[tuple[str, int]]: ...
+    def grounding(self, run: FailedRun, *, workspace: Path, paths: PathPolicy) -> Grounding: ...
+
+    def implicated_files(
+        self, run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int
+    ) -> list[str]: ...
+
+    def failure_places(
+        self, run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]
+    ) -> Places | None: ...
+
+    def line_counts(self, box: Sandbox, run: FailedRun, *, timeout_s: float) -> LineCounts: ...
 
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         """A JUnit file CI wrote (its runner's, on CI's disk), with ids as this ecosystem's

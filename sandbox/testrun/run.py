@@ -11,6 +11,7 @@ from sandbox.container.base import Sandbox
 from sandbox.container.results import CommandResult
 from sandbox.ecosystems import ecosystem_running
 from sandbox.ecosystems.base import Instrumented
+from sandbox.testrun.ids import validate_test_ids
 from sandbox.testrun.junit import TestSummary
 from sandbox.testrun.verdict import Verdict, judge_run
 
@@ -123,16 +124,6 @@ class TestRun:
             if not self.passed and self.result.output:
                 lines.append("\noutput (tail):\n" + self.result.output[-output_chars:])
         return "\n".join(lines)
-
-
-def validate_test_ids(test_ids: Sequence[str]) -> list[str]:
-    """Test ids as arguments: refuse anything that would be read as an option."""
-    clean = []
-    for test_id in test_ids:
-        if not test_id or test_id.startswith("-") or "\0" in test_id or "\n" in test_id:
-            raise ValueError(f"not a test id: {test_id!r} (expected e.g. tests/test_x.py::test_y)")
-        clean.append(test_id)
-    return clean
 
 
 def run_tests(

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sandbox.ecosystems.python.pytest_command import is_pytest
-from sandbox.testrun.run import TestRun, validate_test_ids
+from sandbox.testrun.ids import validate_test_ids
+from sandbox.testrun.run import TestRun
 
 # Under this, a suite is about as fast as a run of a few of its tests: pytest's start in the
 # sandbox is 0.4-0.5 s (bench/overhead.py), and the fixing edit pays the run by id on top of the

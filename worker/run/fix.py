@@ -60,7 +60,7 @@ NOTHING_TO_FIX = "the tests already pass: nothing to fix"
 LOOP_MODULES = (
     "worker.loop.agent",
     "worker.search.sampling",
-    "worker.loop.grounding",
+    "worker.search.locate",
     "tools.registry",
     "worker.run.environment",
 )
@@ -391,18 +391,17 @@ class FixRun:
         """The search's opening (worker/search/sampling.py) as the profile sets it, and the
         source code the first message shows (grounded by the language's own parser: Python's
         `ast`, tree-sitter for JS, TS and Go)."""
+        from sandbox.source.grounding import Grounding
         from worker.search.sampling import FirstEdits
-
-        if self._language == "node":
-            from worker.loop.js_grounding import implicated_code, implicated_files
-        elif self._language == "go":
-            from worker.loop.go_grounding import implicated_code, implicated_files
-        else:
-            from worker.loop.grounding import implicated_code, implicated_files
 
         profile, paths = self.profile, self.request.config.paths
         suspects = self.locate(session, baseline) if profile.locate else []
-        grounding = implicated_code(baseline, workspace=context.workspace, paths=paths)
+        ecosystem = self.ecosystem
+        grounding = (
+            ecosystem.grounding(baseline, workspace=context.workspace, paths=paths)
+            if ecosystem is not None
+            else Grounding()
+        )
         edits = tuple(name for name in ("replace", "apply_patch") if name in registry.names)
         # The code the failing tests reach is in the first message, or suspect lines are known
         # (each pointed sample shows its line's neighbours): with first_edit, the first reply
@@ -417,45 +416,28 @@ class FixRun:
             second_choices=profile.second_choices,
         )
         sources = grounding.text
-        if not sources:  # no definition found: the start of the files the failures point at
+        if not sources and ecosystem is not None:  # the start of the files the failures name
             sources = "\n\n".join(
                 registry.call("read_file", {"path": rel, "end_line": 120}, context).text
-                for rel in implicated_files(
+                for rel in ecosystem.implicated_files(
                     baseline, workspace=context.workspace, paths=paths, limit=2
                 )
             )
         return opening, sources
 
-    @property
-    def _language(self) -> str | None:
-        return self.ecosystem.name if self.ecosystem is not None else None
-
     def locate(self, session: SandboxSession, baseline: TestRun) -> list[Suspect]:
-        """The search's suspect lines (worker/search/locate.py: a traced run of the failing
-        tests; for JS and TS, worker/search/js_suspects.py: their stacks; for Go,
-        worker/search/go_suspects.py: the lines its failures name), within the run's clock."""
-        from worker.search.go_suspects import locate_in_go_failures
-        from worker.search.js_suspects import locate_in_stacks
+        """The search's suspect lines (worker/search/locate.py: the lines the failing tests
+        point at, as their language reads them), within the run's clock."""
         from worker.search.locate import locate, locate_timeout
 
-        if baseline.failing() in (0, float("inf")):
+        if self.ecosystem is None or baseline.failing() in (0, float("inf")):
             return []
         started = time.monotonic()
-        if self._language in ("node", "go"):
-            read = locate_in_stacks if self._language == "node" else locate_in_go_failures
-            found = read(
-                baseline, workspace=session.workspace.path, paths=self.request.config.paths,
-                trace=self.trace,
-            )  # fmt: skip
-            self.report.durations["locate"] = round(time.monotonic() - started, 3)
-            if found:
-                self.progress.say(f"suspect lines: {found[0].where()} first of {len(found)}")
-            return found
         timeout = self.clock.cap(
             locate_timeout(self.request.test_timeout_s), what="the line ranking"
         )
         suspects = locate(
-            session.box, baseline, workspace=session.workspace.path,
+            self.ecosystem, session.box, baseline, workspace=session.workspace.path,
             paths=self.request.config.paths, timeout_s=timeout, trace=self.trace,
         )  # fmt: skip
         self.report.durations["locate"] = round(time.monotonic() - started, 3)

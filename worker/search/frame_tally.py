@@ -1,14 +1,18 @@
 """The lines failing tests name (in a stack, a compiler error, an assertion's place), tallied
-and ranked into suspects: the part the JavaScript and Go searches share
-(worker/search/js_suspects.py, go_suspects.py); each finds its own places."""
+and ranked into suspects: scored by how many failing tests name the line (ef / F), and among
+equals the innermost first. Each language package finds its own places
+(`Ecosystem.failure_places`: sandbox/ecosystems/node/places.py, go/places.py); this ranks
+them the same way for every language."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+from sandbox.source.places import Place
 from worker.loop.trace import Trace
-from worker.search.suspects import MAX_TEXT, Suspect, lines_around
+from worker.search.suspects import MAX_TEXT, Suspect, lines_around, read_lines
 
 
 @dataclass
@@ -61,10 +65,19 @@ class LineTally:
         return out
 
 
-def no_code(line: str) -> bool:
-    """A blank line or a comment's (in the C family's syntax)."""
-    text = line.strip()
-    return not text or text.startswith(("//", "/*", "*"))
+def rank_places(
+    places: list[list[Place]], *, workspace: Path, failed: int, limit: int = 12
+) -> list[Suspect]:
+    """The lines `places` names (one list per failing test), most failing tests first, then
+    the innermost, then the first met; scored as a share of `failed` tests."""
+    tally = LineTally()
+    texts_of: dict[str, list[str] | None] = {}
+    for one in places:
+        for place in one:
+            if place.path not in texts_of:
+                texts_of[place.path] = read_lines(workspace, place.path)
+            tally.add(place.path, place.line, place.depth)
+    return tally.ranked(texts_of, failed=failed or len(places), limit=limit)
 
 
 def trace_suspects(

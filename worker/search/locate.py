@@ -1,6 +1,8 @@
-"""Where the bug likely is: one traced run of the failing tests' files, their lines ranked
-(worker/search/suspects.py). The lines point the search's samples; with no samples, the first
-message names them."""
+"""Where the bug likely is: the lines the failing tests point at, as the run's language reads
+them (sandbox/ecosystems/base.py), ranked. A language whose failures name their places (a stack,
+a compiler error: JavaScript, Go) needs no run (frame_tally.py ranks them); one that traces a
+run of the failing tests' files (Python) gives per-line counts, ranked by suspects.py. The lines
+point the search's samples; with no samples, the first message names them."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from pathlib import Path
 
 from policies.paths import PathPolicy
 from sandbox.container.base import Sandbox
-from sandbox.ecosystems.python.lines_run import count_lines
+from sandbox.ecosystems.base import Ecosystem
 from sandbox.testrun.run import TestRun
 from worker.loop.trace import Trace
+from worker.search.frame_tally import rank_places, trace_suspects
 from worker.search.suspects import Suspect, rank
 
 LOCATE_TIMEOUT_S = 120.0  # the traced run of the failing tests' files, at most
@@ -23,6 +26,7 @@ def locate_timeout(test_timeout_s: float | None) -> float:
 
 
 def locate(
+    ecosystem: Ecosystem,
     box: Sandbox,
     baseline: TestRun,
     *,
@@ -31,16 +35,29 @@ def locate(
     timeout_s: float,
     trace: Trace,
 ) -> list[Suspect]:
-    """The lines the failing tests run, most suspicious first (a `suspects` trace event); none
-    when the baseline names no failing test."""
+    """The lines the failing tests point at, most suspicious first (a `suspects` trace event);
+    none when the baseline names no failing test."""
     if baseline.summary is None or not baseline.summary.failures:
         return []
     started = time.monotonic()
-    files = [f.test_id.split("::")[0] for f in baseline.summary.failures]
-    counts = count_lines(box, test_cmd=baseline.test_cmd, test_files=files, timeout_s=timeout_s)
-    suspects = rank(
-        counts, workspace=workspace, allowed=lambda rel: paths.check(rel, write=True).allowed
-    )
+
+    def allowed(rel: str) -> bool:
+        return paths.check(rel, write=True).allowed
+
+    failed = len(baseline.summary.failures)
+    places = ecosystem.failure_places(baseline, workspace=workspace, allowed=allowed)
+    if places is not None:
+        return trace_suspects(
+            trace,
+            rank_places(places.places, workspace=workspace, failed=failed),
+            started=started,
+            failed=failed,
+            passed=baseline.summary.passed,
+            why_empty=places.why_empty,
+            source=places.source,
+        )
+    counts = ecosystem.line_counts(box, baseline, timeout_s=timeout_s)
+    suspects = rank(counts, workspace=workspace, allowed=allowed)
     trace.event(
         "suspects",
         duration_s=round(time.monotonic() - started, 3),

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
-from sandbox.ecosystems.python.lines_run import LineCounts
-from tools.numbered import numbered
+from sandbox.source.numbered import numbered
+from sandbox.source.places import LineCounts
 
 MAX_SHOWN = 5  # suspects named in the first message
 MAX_TEXT = 160  # characters of a line shown
@@ -49,7 +49,7 @@ class Suspect:
     ef: int
     ep: int
     around: str = ""  # the line with AROUND lines each side, numbered, the line marked ">"
-    # Found in the failing tests' stack traces (worker/search/js_suspects.py), not by a traced
+    # Found in the failing tests' stack traces (sandbox/ecosystems/node/places.py), not by a traced
     # run: `ef` is how many failing tests' stacks pass through the line, `ep` is not known.
     from_stack: bool = False
 
@@ -85,7 +85,7 @@ def rank(
     for rel, lines in counts.lines.items():
         if rel.endswith(".py") is False or is_test_file(rel) or not allowed(rel):
             continue
-        text = _lines(workspace, rel)
+        text = read_lines(workspace, rel)
         if text is None:
             continue
         texts[rel] = text
@@ -131,7 +131,8 @@ def lines_around(text: list[str], number: int) -> str:
     return numbered(text, range(first, last + 1), mark=number, text=lambda s: s[:MAX_TEXT])
 
 
-def _lines(workspace: Path, rel: str) -> list[str] | None:
+def read_lines(workspace: Path, rel: str) -> list[str] | None:
+    """The lines of the repository's file `rel`, None where it is not one (a link out)."""
     path = workspace / rel
     try:
         if path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve()):

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
+from policies.paths import PathPolicy
+from sandbox.container.base import Sandbox
+from sandbox.ecosystems.base import FailedRun, Instrumented, Places, Stage
 from sandbox.ecosystems.go.choice import GoChoice, choose_go
 from sandbox.ecosystems.go.cireport import has_go_test, read_go_ci_report
 from sandbox.ecosystems.go.gomod import go_version
@@ -23,6 +25,8 @@ from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
 from sandbox.ecosystems.go.testjson import parse_go_test_json
 from sandbox.setup.plan import SetupPlan
+from sandbox.source.grounding import Grounding
+from sandbox.source.places import LineCounts
 from sandbox.testrun.junit import TestSummary
 from sandbox.worktree.repo_files import RepoFiles
 
@@ -277,8 +281,29 @@ class Go:
             return f"{modules[0]}{more}; {setup_said}"
         return None
 
-    def suspect_frames(self, text: str) -> list[tuple[str, int]]:
-        return [(m.group(1), int(m.group(2))) for m in _FRAME.finditer(text)]
+    def grounding(self, run: FailedRun, *, workspace: Path, paths: PathPolicy) -> Grounding:
+        """The definitions the failing tests reach, by tree-sitter (grounding.py)."""
+        from sandbox.ecosystems.go.grounding import implicated_code
+
+        return implicated_code(run, workspace=workspace, paths=paths)
+
+    def implicated_files(
+        self, run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int
+    ) -> list[str]:
+        from sandbox.ecosystems.go.grounding import implicated_files
+
+        return implicated_files(run, workspace=workspace, paths=paths, limit=limit)
+
+    def failure_places(
+        self, run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]
+    ) -> Places | None:
+        """The lines the failures name: a panic's stack, a compiler error (places.py)."""
+        from sandbox.ecosystems.go.places import read_places
+
+        return read_places(run, workspace=workspace, allowed=allowed)
+
+    def line_counts(self, box: Sandbox, run: FailedRun, *, timeout_s: float) -> LineCounts:
+        return LineCounts(why_empty="no traced run for Go: its failures name the lines")
 
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         """CI's JUnit (gotestsum's, go-junit-report's) or `go test -json` log

@@ -15,7 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sandbox.ecosystems.base import FailedRun, Instrumented, NoTestCommand, Stage
+from policies.paths import PathPolicy
+from sandbox.container.base import Sandbox
+from sandbox.ecosystems.base import FailedRun, Instrumented, NoTestCommand, Places, Stage
 from sandbox.ecosystems.node import reports
 from sandbox.ecosystems.node.choice import NodeChoice, choose_node
 from sandbox.ecosystems.node.image import NodeImage, ensure_node_image
@@ -27,8 +29,9 @@ from sandbox.ecosystems.node.runners import (
     package_scripts,
 )
 from sandbox.ecosystems.node.setup_infer import infer_node_setup
-from sandbox.ecosystems.node.stack_frames import frames
 from sandbox.setup.plan import SetupPlan
+from sandbox.source.grounding import Grounding
+from sandbox.source.places import LineCounts
 from sandbox.testrun.junit import TestSummary
 from sandbox.worktree.repo_files import RepoFiles
 
@@ -177,8 +180,29 @@ class Node:
             return f"{packages[0].describe()}{extra}{said}"
         return None
 
-    def suspect_frames(self, text: str) -> list[tuple[str, int]]:
-        return [(f.path, f.line) for f in frames(text)]
+    def grounding(self, run: FailedRun, *, workspace: Path, paths: PathPolicy) -> Grounding:
+        """The definitions the failing tests reach, by tree-sitter (grounding.py)."""
+        from sandbox.ecosystems.node.grounding import implicated_code
+
+        return implicated_code(run, workspace=workspace, paths=paths)
+
+    def implicated_files(
+        self, run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int
+    ) -> list[str]:
+        from sandbox.ecosystems.node.grounding import implicated_files
+
+        return implicated_files(run, workspace=workspace, paths=paths, limit=limit)
+
+    def failure_places(
+        self, run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]
+    ) -> Places | None:
+        """The lines the failing tests' stacks pass through (places.py)."""
+        from sandbox.ecosystems.node.places import read_places
+
+        return read_places(run, workspace=workspace, allowed=allowed)
+
+    def line_counts(self, box: Sandbox, run: FailedRun, *, timeout_s: float) -> LineCounts:
+        return LineCounts(why_empty="no traced run for JavaScript: its stacks name the lines")
 
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         """vitest's, mocha's xunit and Node's own JUnit, told apart by their marks; test files

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 import secrets
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 
-from sandbox.ecosystems.base import FailedRun, Instrumented, Stage
+from policies.paths import PathPolicy
+from sandbox.container.base import Sandbox
+from sandbox.ecosystems.base import FailedRun, Instrumented, Places, Stage
 from sandbox.ecosystems.python.choice import PythonChoice, python_for
 from sandbox.ecosystems.python.missing_modules import missing_modules
 from sandbox.ecosystems.python.pytest_command import (
@@ -23,6 +25,8 @@ from sandbox.ecosystems.python.pytest_command import (
 )
 from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.setup.plan import SetupPlan
+from sandbox.source.grounding import Grounding
+from sandbox.source.places import LineCounts
 from sandbox.testrun.junit import TestSummary, parse_junit
 
 #: Files at the root that make a repository a Python project.
@@ -85,12 +89,32 @@ class Python:
             return f"{modules[0].describe()}{extra}; {setup_said}"
         return None
 
-    def suspect_frames(self, text: str) -> list[tuple[str, int]]:
-        found = []
-        for m in _FRAME.finditer(text):
-            path, line = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            found.append((path, int(line)))
-        return found
+    def grounding(self, run: FailedRun, *, workspace: Path, paths: PathPolicy) -> Grounding:
+        """The definitions the failing tests reach, by Python's `ast` (grounding.py)."""
+        from sandbox.ecosystems.python.grounding import implicated_code
+
+        return implicated_code(run, workspace=workspace, paths=paths)
+
+    def implicated_files(
+        self, run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int
+    ) -> list[str]:
+        from sandbox.ecosystems.python.grounding import implicated_files
+
+        return implicated_files(run, workspace=workspace, paths=paths, limit=limit)
+
+    def failure_places(
+        self, run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]
+    ) -> Places | None:
+        """None: Python's suspects come from a traced run (`line_counts`)."""
+        return None
+
+    def line_counts(self, box: Sandbox, run: FailedRun, *, timeout_s: float) -> LineCounts:
+        """One traced run of the failing tests' files (lines_run.py)."""
+        from sandbox.ecosystems.python.lines_run import count_lines
+
+        failures = run.summary.failures if run.summary is not None else []
+        files = [f.test_id.split("::")[0] for f in failures]
+        return count_lines(box, test_cmd=run.test_cmd, test_files=files, timeout_s=timeout_s)
 
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         return parse_junit(data)

@@ -12,30 +12,17 @@ from __future__ import annotations
 import json
 import secrets
 import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from importlib import resources
 
 from sandbox.container.base import Sandbox
 from sandbox.ecosystems.python.pytest_command import is_pytest, narrowed
-from sandbox.testrun.run import validate_test_ids
+from sandbox.source.places import LineCounts
+from sandbox.testrun.ids import validate_test_ids
 
 TRACE_MODULE = "worker_line_trace"
 MAX_FILES = 2_000  # source files kept from one traced run
 MAX_LINE = 1_000_000
-
-
-@dataclass(frozen=True)
-class LineCounts:
-    """Per file and line: how many failing (ef) and passing (ep) tests ran it."""
-
-    failed: int = 0
-    passed: int = 0
-    lines: Mapping[str, Mapping[int, tuple[int, int]]] = field(default_factory=dict)
-    why_empty: str = ""  # why there are no counts, when there are none
-
-    def __bool__(self) -> bool:
-        return self.failed > 0 and bool(self.lines)
 
 
 def count_lines(

@@ -1,6 +1,6 @@
 """Facts for the first message on a JavaScript or TypeScript repository: the source the
-failing tests point at, as worker/loop/grounding.py finds it for Python (the same two calls,
-the same `Grounding`).
+failing tests point at, as Python's package finds it (sandbox/ecosystems/python/grounding.py:
+the same two calls, the same `Grounding`).
 
 A failure's stack names the files and lines its error passed through
 (sandbox/ecosystems/node/stack_frames.py): the functions around those lines in the repository's
@@ -9,7 +9,7 @@ own files come first. An assertion's stack ends in the test, so the test is foll
 the imports that bind them (ES `import`, `require`, TypeScript's `import = require`), resolved
 to files as Node and TypeScript resolve them and through re-exports (an `index.js` that
 re-exports), to their definitions; and of a class it reaches, the methods the test calls.
-Parsing only (worker/loop/js_modules.py: a real parser, bounded in size and time).
+Parsing only (sandbox/ecosystems/node/source.py: a real parser, bounded in size and time).
 """
 
 from __future__ import annotations
@@ -20,6 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from policies.paths import PathPolicy
+from sandbox.ecosystems.base import FailedRun
+from sandbox.ecosystems.node.definitions import (
+    JsDefinition,
+    Uses,
+    calls,
+    definitions,
+    enclosing,
+    failing_test_code,
+    helpers,
+    top_level,
+    uses,
+)
+from sandbox.ecosystems.node.resolve import Modules
 from sandbox.ecosystems.node.stack_frames import (
     JS_SUFFIXES,
     WORKSPACE_MOUNT,
@@ -31,21 +44,8 @@ from sandbox.ecosystems.node.stack_frames import (
     is_test_file,
     relative,
 )
+from sandbox.source.grounding import Grounding
 from sandbox.testrun.junit import TestFailure
-from sandbox.testrun.run import TestRun
-from worker.loop.grounding import Grounding
-from worker.loop.js_definitions import (
-    JsDefinition,
-    Uses,
-    calls,
-    definitions,
-    enclosing,
-    failing_test_code,
-    helpers,
-    top_level,
-    uses,
-)
-from worker.loop.js_resolve import Modules
 
 GROUNDING_S = 5.0  # all the parsing for one first message, at most
 MAX_FAILURES = 5  # failing tests followed (the Python grounding's number)
@@ -67,7 +67,7 @@ class _Failing:
 
 
 def implicated_files(
-    run: TestRun, *, workspace: Path, paths: PathPolicy, limit: int = 3
+    run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int = 3
 ) -> list[str]:
     """Writable source files the failures' stacks pass through, then those defining what the
     failing tests use, then those their test files import: most relevant first."""
@@ -86,7 +86,7 @@ def implicated_files(
 
 
 def implicated_code(
-    run: TestRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
+    run: FailedRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
 ) -> Grounding:
     """The definitions the failing tests lead to, numbered as read_file numbers lines; empty
     when none is found (the caller then shows whole files)."""
@@ -130,7 +130,7 @@ class _Reach:
             self._defs[rel] = definitions(src) if src is not None else []
         return self._defs[rel]
 
-    def source_frames(self, run: TestRun) -> list[Frame]:
+    def source_frames(self, run: FailedRun) -> list[Frame]:
         """The frames of the failures' stacks in writable source files, failure by failure."""
         texts = failure_texts(run, workspace=self.workspace)
         found = [f for text in texts for f in frames(text, workspace=self.workspace)]

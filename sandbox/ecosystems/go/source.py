@@ -1,5 +1,5 @@
 """Go files as a parser sees them (tree-sitter's Go grammar): their imports, their top-level
-functions, methods and types, and the calls inside a definition (worker/loop/go_grounding.py
+functions, methods and types, and the calls inside a definition (sandbox/ecosystems/go/grounding.py
 follows those from a failing test to the code it reaches).
 
 A real parser, not regular expressions: a call in a string or a comment is no call, and a
@@ -17,7 +17,7 @@ from functools import lru_cache
 import tree_sitter
 import tree_sitter_go
 
-from tools.numbered import numbered
+from sandbox.source.numbered import numbered
 
 MAX_FILE_BYTES = 512_000  # a larger file is generated code, not one to show
 PARSE_S = 1.0

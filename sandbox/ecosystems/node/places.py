@@ -8,22 +8,18 @@ test, not a dependency's, writable) are the suspects, as the same `Suspect`: sco
 many failing tests' stacks pass through the line (ef / F), and among equals the deepest frame
 first, since the innermost frame of the repository's code is where the error was thrown. An
 assertion that failed in the test has no such frame: those tests add nothing here, and the
-first message's definitions (worker/loop/js_grounding.py) show what they reach.
+first message's definitions (sandbox/ecosystems/node/grounding.py) show what they reach.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from policies.paths import PathPolicy
+from sandbox.ecosystems.base import FailedRun, Places
+from sandbox.ecosystems.node.source import Source, parse_bytes, walk
 from sandbox.ecosystems.node.stack_frames import failure_texts, frames, is_source
-from sandbox.testrun.run import TestRun
-from worker.loop.js_modules import Source, parse_bytes, walk
-from worker.loop.trace import Trace
-from worker.search.frame_tally import LineTally, no_code, trace_suspects
-from worker.search.suspects import Suspect
+from sandbox.source.places import Place, no_code
 
 MAX_FILE_BYTES = 1_000_000  # a file's lines read to show a suspect line, at most
 # Where the search for the `if` around a `throw` stops: the function that holds it.
@@ -33,24 +29,19 @@ _SCOPES = frozenset(
 )  # fmt: skip
 
 
-def rank_frames(
-    texts: Sequence[str],
-    *,
-    workspace: Path,
-    allowed: Callable[[str], bool],
-    failed: int | None = None,
-    limit: int = 12,
-) -> list[Suspect]:
-    """The lines of the repository's own source files the stacks of `texts` (one per failing
-    test: stack_frames.failure_texts) pass through, in the most stacks first, then the
-    deepest; lines of test files, of dependencies, of files `allowed` refuses, and lines that
-    are blank, comments or past the file's end are left out. `failed`: the failing tests the
-    score is a share of (default: one per text)."""
-    tally = LineTally()
+def failure_places(
+    texts: Sequence[str], *, workspace: Path, allowed: Callable[[str], bool]
+) -> list[list[Place]]:
+    """For each of `texts` (one per failing test: stack_frames.failure_texts), the lines of the
+    repository's own source files its stack passes through, innermost first; lines of test
+    files, of dependencies, of files `allowed` refuses, and lines that are blank, comments or
+    past the file's end are left out."""
     texts_of: dict[str, list[str] | None] = {}
     guards: dict[str, Source | None] = {}  # the files with a `throw` frame, parsed
+    out: list[list[Place]] = []
     for text in texts:
         depth = 0
+        places: list[Place] = []
         for frame in frames(text, workspace=workspace):
             if not is_source(frame.path) or not allowed(frame.path):
                 continue
@@ -63,36 +54,20 @@ def rank_frames(
             # to throw comes first (a wrong condition is the commonest one-line bug).
             guard = _guard(frame.path, lines, frame.line, guards)
             for line in ([guard] if guard is not None else []) + [frame.line]:
-                tally.add(frame.path, line, depth)
+                places.append(Place(frame.path, line, depth))
             depth += 1
-    return tally.ranked(texts_of, failed=failed or len(texts), limit=limit)
+        out.append(places)
+    return out
 
 
-def locate_in_stacks(
-    baseline: TestRun, *, workspace: Path, paths: PathPolicy, trace: Trace
-) -> list[Suspect]:
-    """The suspect lines of a JavaScript or TypeScript run (a `suspects` trace event, as
-    worker/search/locate.py writes for Python); none when the baseline names no failing test
-    or no stack reaches the repository's own code."""
-    if baseline.summary is None or not baseline.summary.failures:
-        return []
-    started = time.monotonic()
-    failed = len(baseline.summary.failures)
-    suspects = rank_frames(
-        failure_texts(baseline, workspace=workspace),
-        workspace=workspace,
-        allowed=lambda rel: paths.check(rel, write=True).allowed,
-        failed=failed,
-    )
-    return trace_suspects(
-        trace,
-        suspects,
-        started=started,
-        failed=failed,
-        passed=baseline.summary.passed,
-        why_empty="no failing test's stack passes through the source",
+def read_places(run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]) -> Places:
+    """The places of a JavaScript or TypeScript run's failures (the search ranks them)."""
+    return Places(
+        failure_places(failure_texts(run, workspace=workspace), workspace=workspace,
+                       allowed=allowed),
         source="stack traces",
-    )
+        why_empty="no failing test's stack passes through the source",
+    )  # fmt: skip
 
 
 def _guard(rel: str, lines: list[str], line: int, parsed: dict[str, Source | None]) -> int | None:

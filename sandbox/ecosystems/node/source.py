@@ -1,5 +1,5 @@
 """JavaScript and TypeScript modules as a parser sees them: what a file imports and what it
-exports (worker/loop/js_resolve.py finds the files those name).
+exports (sandbox/ecosystems/node/resolve.py finds the files those name).
 
 A real parser (tree-sitter, with its JavaScript and TypeScript grammars), not regular
 expressions: a `require('./x')` inside a template string or a comment is no import, JSX is not

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from policies.paths import PathPolicy
-from sandbox.testrun.run import TestRun
-from worker.loop import definitions
+from sandbox.ecosystems.base import FailedRun
+from sandbox.ecosystems.python import definitions
+from sandbox.source.grounding import Grounding
 
 _FRAME = re.compile(r"([\w./-]+\.py):\d+")
 MAX_CLASSES = 8  # classes (a test's and their bases) searched for a method its syntax calls
 
 
 def implicated_files(
-    run: TestRun, *, workspace: Path, paths: PathPolicy, limit: int = 3
+    run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int = 3
 ) -> list[str]:
     """Writable source files the failures name or their test files import, most relevant first."""
     if run.summary is None:
@@ -84,17 +84,8 @@ def _is_file_inside(workspace: Path, rel: str) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class Grounding:
-    """The code shown in the first message, and whether any of it is a whole function (not
-    only a long class's outline)."""
-
-    text: str = ""
-    shows_code: bool = False
-
-
 def implicated_code(
-    run: TestRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
+    run: FailedRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
 ) -> Grounding:
     """The definitions the failing tests lead to, numbered as read_file numbers lines; empty
     when none is found (the caller then shows whole files)."""

@@ -1,11 +1,12 @@
 """Facts for the first message on a Go module: the source the failing tests point at, as
-worker/loop/grounding.py finds it for Python (the same two calls, the same `Grounding`).
+Python's package finds it (sandbox/ecosystems/python/grounding.py: the same two calls, the
+same `Grounding`).
 
 The places a failure names (sandbox/ecosystems/go/frames.py: a panic's stack, the compiler's
 `file:line`) in the module's own source files come first: the functions around them. Then the
 failing test itself: its `func TestX` in the `_test.go` files of its package folder (a subtest's
 too: `TestX/case` runs inside `TestX`), the calls it makes, resolved by a real parser
-(worker/loop/go_source.py): a plain `Add(..)` to the package's functions, `calc.Add(..)` through
+(source.py): a plain `Add(..)` to the package's functions, `calc.Add(..)` through
 the file's imports to the module's package folder, `s.Push(..)` to the methods of that name in
 the package and the module packages it imports; then what those call, two calls deep, as the
 lines allow. Parsing only, bounded in size and time.
@@ -19,12 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from policies.paths import PathPolicy
+from sandbox.ecosystems.base import FailedRun
 from sandbox.ecosystems.go.frames import GoFrame, frames, package_of
 from sandbox.ecosystems.go.modules import GoModules, find_modules
-from sandbox.testrun.junit import TestFailure
-from sandbox.testrun.run import TestRun
-from sandbox.worktree.repo_files import RepoFiles
-from worker.loop.go_source import (
+from sandbox.ecosystems.go.source import (
     Call,
     GoDefinition,
     GoSource,
@@ -33,7 +32,9 @@ from worker.loop.go_source import (
     enclosing,
     parse_go,
 )
-from worker.loop.grounding import Grounding
+from sandbox.source.grounding import Grounding
+from sandbox.testrun.junit import TestFailure
+from sandbox.worktree.repo_files import RepoFiles
 
 GROUNDING_S = 5.0  # all the parsing for one first message, at most
 MAX_FAILURES = 5  # failing tests followed (the Python grounding's number)
@@ -42,7 +43,7 @@ MAX_FILES = 200  # Go files of one folder looked at
 
 
 def implicated_files(
-    run: TestRun, *, workspace: Path, paths: PathPolicy, limit: int = 3
+    run: FailedRun, *, workspace: Path, paths: PathPolicy, limit: int = 3
 ) -> list[str]:
     """Writable Go source files the failures name, then those defining what the failing tests
     call: most relevant first."""
@@ -56,7 +57,7 @@ def implicated_files(
 
 
 def implicated_code(
-    run: TestRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
+    run: FailedRun, *, workspace: Path, paths: PathPolicy, max_lines: int = 150
 ) -> Grounding:
     """The definitions the failing tests lead to, numbered as read_file numbers lines; empty
     when none is found (the caller then shows whole files)."""

@@ -1,6 +1,6 @@
 """Which file a module specifier names, and where a module's export is defined: Node's and
 TypeScript's resolution rules over the working copy, and re-exports followed, on the syntax
-worker/loop/js_modules.py reads.
+sandbox/ecosystems/node/source.py reads.
 
 `./a` is `a.js`, `a.ts`... (TypeScript's order first from a TypeScript file), `./a.js` in a
 TypeScript file may be `a.ts`, a folder is its package.json `main` (or `exports`) or its
@@ -17,9 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.ecosystems.node.stack_frames import JS_SUFFIXES
-from sandbox.worktree.repo_files import RepoFiles
-from worker.loop.js_modules import (
+from sandbox.ecosystems.node.source import (
     MAX_FILE_BYTES,
     PARSE_S,
     Export,
@@ -29,6 +27,8 @@ from worker.loop.js_modules import (
     imports,
     parse_bytes,
 )
+from sandbox.ecosystems.node.stack_frames import JS_SUFFIXES
+from sandbox.worktree.repo_files import RepoFiles
 
 MAX_FILES = 60  # files one `Modules` parses
 MAX_HOPS = 4  # re-exports followed from a name to its definition

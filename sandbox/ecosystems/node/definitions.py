@@ -1,5 +1,6 @@
 """The definitions of a JavaScript or TypeScript file, and the names a test uses, from the
-syntax tree (worker/loop/js_modules.py parses): what worker/loop/definitions.py is for Python.
+syntax tree (source.py parses): what sandbox/ecosystems/python/definitions.py is for
+Python.
 
 A definition is a function (`function f`, `const f = () =>`, `const f = function`), a class
 and its methods, an object literal's methods, and what a module exports by assignment
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 
 import tree_sitter
 
-from tools.numbered import numbered
-from worker.loop.js_modules import Source, exported_name, walk
+from sandbox.ecosystems.node.source import Source, exported_name, walk
+from sandbox.source.numbered import numbered
 
 MAX_DEF_LINES = 60  # a longer class is shown as an outline: its header and its methods' heads
 TOP_LEVEL_AROUND = 5  # lines shown each side of a frame in a file's top-level code

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.numbered import numbered
+from sandbox.source.numbered import numbered
 
 MAX_FILES = 60
 MAX_FILE_BYTES = 1_000_000
