@@ -14,6 +14,7 @@ import pytest
 
 from sandbox.container.docker_sandbox import LABEL
 from sandbox.container.prune import prune
+from sandbox.ecosystems.python.installer import PIP
 from sandbox.setup.cache import SETUP_REPOSITORY, SetupSpec, prepare_setup_image, setup_key
 from tests.conftest import worker_containers
 
@@ -170,7 +171,7 @@ def test_setup_is_cached_and_its_result_is_in_the_next_sandbox(
 
     repo = make_repo({"requirements.txt": "# none\n", "conftest.py": ""})
     command = "mkdir -p /opt/venv/lib/marker && echo installed > /opt/venv/lib/marker/ok"
-    spec = SetupSpec(command=command)
+    spec = SetupSpec(installer=PIP, command=command)
     key = setup_key(docker_client, base_image=sandbox_image, spec=spec, repo=repo)
     try:
         docker_client.images.remove(f"{SETUP_REPOSITORY}:{key}", force=True)

@@ -23,6 +23,7 @@ from sandbox.container.base import BASE_ENV
 from sandbox.container.docker_sandbox import LABEL
 from sandbox.container.owner import Owner
 from sandbox.container.prune import sweep_leftovers
+from sandbox.ecosystems.python.installer import PIP
 from sandbox.errors import SandboxUsageError
 from sandbox.setup.cache import (
     SetupFailed,
@@ -188,7 +189,7 @@ def test_index_mode_installs_a_project_and_its_dependencies_from_the_index(
     index = make_package_index(network=egress, dists=DISTS)
     repo = project(make_repo)
     environ = {"PIP_INDEX_URL": index.url, "PIP_TRUSTED_HOST": index.host}
-    spec = SetupSpec(command="pip install --no-cache-dir -e '.[test]'")
+    spec = SetupSpec(installer=PIP, command="pip install --no-cache-dir -e '.[test]'")
     lines: list[str] = []
     result = prepare_setup_image(
         docker_client, base_image=sandbox_image, spec=spec, repo=repo, limits=LIMITS,
@@ -225,7 +226,7 @@ def test_index_mode_refuses_any_other_host_and_a_direct_connection(
     docker_client, sandbox_image, make_repo, egress, other_host
 ):
     repo = project(make_repo, probe=(other_host.host, other_host.ip(egress)))
-    spec = SetupSpec(command=PROBE_COMMAND)
+    spec = SetupSpec(installer=PIP, command=PROBE_COMMAND)
     with pytest.raises(SetupFailed) as caught:
         prepare_setup_image(
             docker_client, base_image=sandbox_image, spec=spec, repo=repo, limits=LIMITS,
@@ -249,7 +250,7 @@ def test_full_mode_does_reach_the_other_host(
 ):
     # The same build in `full` mode reaches it: the refusal above is the fence, not the test.
     repo = project(make_repo, probe=(other_host.host, other_host.ip(egress)))
-    spec = SetupSpec(command=PROBE_COMMAND, network="full")
+    spec = SetupSpec(installer=PIP, command=PROBE_COMMAND, network="full")
     result = prepare_setup_image(
         docker_client, base_image=sandbox_image, spec=spec, repo=repo, limits=LIMITS,
         egress_network=egress, environ={},
@@ -264,6 +265,7 @@ def test_none_mode_has_no_network_and_says_so(
 ):
     repo = project(make_repo)
     spec = SetupSpec(
+        installer=PIP,
         command='python3 -c "import urllib.request as u; '
         f"u.urlopen('http://{other_host.ip(egress)}:8000/', timeout=5)\"",
         network="none",
@@ -278,7 +280,7 @@ def test_none_mode_has_no_network_and_says_so(
 
 
 def test_a_set_up_that_runs_out_of_time_is_named_a_timeout(docker_client, sandbox_image, make_repo):
-    spec = SetupSpec(command="echo started; sleep 60", network="none", timeout_s=2)
+    spec = SetupSpec(installer=PIP, command="echo started; sleep 60", network="none", timeout_s=2)
     with pytest.raises(SetupFailed) as caught:
         prepare_setup_image(
             docker_client, base_image=sandbox_image, spec=spec, repo=project(make_repo),
@@ -297,6 +299,7 @@ def test_a_named_secret_reaches_set_up_and_nothing_else(
     environ = {"WORKER_TEST_TOKEN": secret}
     repo = project(make_repo)
     spec = SetupSpec(
+        installer=PIP,
         command="python3 -c \"import hashlib, os; open('/opt/venv/token.sha256', 'w').write("
         "hashlib.sha256(os.environ['WORKER_TEST_TOKEN'].encode()).hexdigest())\"",
         env_names=("WORKER_TEST_TOKEN",),
@@ -331,7 +334,7 @@ def test_a_named_secret_reaches_set_up_and_nothing_else(
     assert key == setup_key(
         docker_client, base_image=sandbox_image, spec=spec, repo=repo, environ=other_value
     )
-    unnamed = SetupSpec(command=spec.command)
+    unnamed = SetupSpec(installer=PIP, command=spec.command)
     assert key != setup_key(
         docker_client, base_image=sandbox_image, spec=unnamed, repo=repo, environ=environ
     )
@@ -343,6 +346,7 @@ def test_a_secret_printed_by_a_failing_set_up_is_not_repeated(
 ):
     secret = "wkt-" + os.urandom(16).hex()
     spec = SetupSpec(
+        installer=PIP,
         command='echo "token is $WORKER_TEST_TOKEN"; exit 3',
         network="none",
         env_names=("WORKER_TEST_TOKEN",),
@@ -359,7 +363,9 @@ def test_a_secret_printed_by_a_failing_set_up_is_not_repeated(
 def test_a_named_variable_missing_from_the_environment_is_a_usage_error(
     docker_client, sandbox_image, make_repo
 ):
-    spec = SetupSpec(command="true", network="none", env_names=("WORKER_TEST_ABSENT",))
+    spec = SetupSpec(
+        installer=PIP, command="true", network="none", env_names=("WORKER_TEST_ABSENT",)
+    )
     with pytest.raises(SandboxUsageError, match="WORKER_TEST_ABSENT"):
         prepare_setup_image(
             docker_client, base_image=sandbox_image, spec=spec, repo=project(make_repo),
@@ -376,7 +382,7 @@ def test_the_proxy_sidecar_is_hardened_serves_its_network_only_and_goes_with_it(
     # The other host is an allowed index here: still, a client on the egress network (the
     # other host itself) is refused by the sidecar, which serves the internal network alone.
     environ = {"PIP_INDEX_URL": f"http://{other_host.host}:8000/simple/"}
-    plan = plan_network("index", env_names=(), environ=environ)
+    plan = plan_network("index", installer=PIP, env_names=(), environ=environ)
     with ProxyFence(
         client=docker_client, image=sandbox_image, plan=plan, egress_network=egress,
         config_dir=tmp_path / "proxy",
@@ -434,7 +440,7 @@ def test_the_users_own_proxy_becomes_the_sidecars_upstream(
             }
             result = prepare_setup_image(
                 docker_client, base_image=sandbox_image,
-                spec=SetupSpec(command="pip install --no-cache-dir '.[test]'"),
+                spec=SetupSpec(installer=PIP, command="pip install --no-cache-dir '.[test]'"),
                 repo=project(make_repo), limits=LIMITS, egress_network=egress, environ=environ,
             )  # fmt: skip
             built_images.append(result.image)
@@ -451,7 +457,8 @@ def test_a_killed_workers_proxy_and_network_are_swept(docker_client, sandbox_ima
         "from pathlib import Path\n"
         "from sandbox.container.client import connect\n"
         "from sandbox.setup.network import ProxyFence, plan_network\n"
-        "plan = plan_network('index', env_names=(), environ={})\n"
+        "from sandbox.ecosystems.python.installer import PIP\n"
+        "plan = plan_network('index', env_names=(), environ={}, installer=PIP)\n"
         f"with ProxyFence(client=connect(), image={sandbox_image!r}, plan=plan,\n"
         f"        egress_network='bridge', config_dir=Path({str(tmp_path / 'proxy')!r})) as f:\n"
         "    print(f.sidecar, f.network, flush=True)\n"
@@ -501,7 +508,9 @@ def test_the_allow_list_holds_pypi_and_the_users_index_hosts_only():
         "NO_PROXY": ".example.org,localhost",
         "OTHER": "x",
     }
-    plan = plan_network("index", env_names=("TOKEN",), environ={**environ, "TOKEN": "t"})
+    plan = plan_network(
+        "index", installer=PIP, env_names=("TOKEN",), environ={**environ, "TOKEN": "t"}
+    )
     assert plan.allowed_hosts == (
         "pypi.org",
         "files.pythonhosted.org",
@@ -534,10 +543,12 @@ def test_the_allow_list_holds_pypi_and_the_users_index_hosts_only():
         assert line in config.splitlines()
     assert filter_text(plan.allowed_hosts).splitlines()[0] == r"^pypi\.org$"
     # A proxy on the host's loopback is out of every container's reach: said, and left out.
-    local = plan_network("index", env_names=(), environ={"HTTP_PROXY": "http://127.0.0.1:3128"})
+    local = plan_network(
+        "index", installer=PIP, env_names=(), environ={"HTTP_PROXY": "http://127.0.0.1:3128"}
+    )
     assert local.upstream is None and "loopback" in local.notes[0]
     # In full mode the user's proxies pass as they are.
-    full = plan_network("full", env_names=(), environ=environ).command_env(None)
+    full = plan_network("full", installer=PIP, env_names=(), environ=environ).command_env(None)
     assert full["HTTPS_PROXY"] == environ["HTTPS_PROXY"] and full["NO_PROXY"] == environ["NO_PROXY"]
 
 
@@ -551,7 +562,7 @@ def test_the_allow_list_holds_pypi_and_the_users_index_hosts_only():
 )
 def test_what_the_proxy_cannot_fence_is_refused_in_words(environ):
     with pytest.raises(SandboxUsageError, match="--setup-network full|index URL"):
-        plan_network("index", env_names=(), environ=environ)
+        plan_network("index", installer=PIP, env_names=(), environ=environ)
 
 
 def test_network_failures_are_named():
@@ -576,9 +587,9 @@ def test_network_failures_are_named():
 
 def test_a_spec_checks_its_names_and_mode():
     with pytest.raises(SandboxUsageError):
-        SetupSpec(command="true", env_names=("NOT A NAME",))
+        SetupSpec(installer=PIP, command="true", env_names=("NOT A NAME",))
     with pytest.raises(SandboxUsageError):
-        SetupSpec(command="true", network="bridge")  # type: ignore[arg-type]
+        SetupSpec(installer=PIP, command="true", network="bridge")  # type: ignore[arg-type]
 
 
 def _my_scratch_folders() -> list[Path]:

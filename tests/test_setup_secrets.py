@@ -17,6 +17,7 @@ import docker.errors
 import pytest
 
 from policies.limits import Limits
+from sandbox.ecosystems.python.installer import PIP
 from sandbox.setup.cache import SetupSpec, SetupWroteSecret, prepare_setup_image, setup_key
 
 pytestmark = pytest.mark.docker
@@ -64,7 +65,9 @@ def test_a_set_up_that_writes_the_value_down_keeps_nothing(
     where: str,
 ) -> None:
     repo = make_repo(PROJECT)
-    spec = SetupSpec(command=command, network="none", env_names=("WORKER_TEST_TOKEN",))
+    spec = SetupSpec(
+        installer=PIP, command=command, network="none", env_names=("WORKER_TEST_TOKEN",)
+    )
     environ = {"WORKER_TEST_TOKEN": SECRET}
     with pytest.raises(SetupWroteSecret) as caught:
         prepare_setup_image(
@@ -111,7 +114,9 @@ def test_a_set_up_that_reads_the_value_without_writing_it_is_kept(
 ) -> None:
     repo = make_repo(PROJECT)
     command = 'test -n "$WORKER_TEST_TOKEN" && echo "$WORKER_TEST_TOKEN" | wc -c > /opt/venv/n'
-    spec = SetupSpec(command=command, network="none", env_names=("WORKER_TEST_TOKEN",))
+    spec = SetupSpec(
+        installer=PIP, command=command, network="none", env_names=("WORKER_TEST_TOKEN",)
+    )
     done = prepare_setup_image(
         docker_client, base_image=sandbox_image, spec=spec, repo=repo, limits=LIMITS,
         environ={"WORKER_TEST_TOKEN": SECRET},

@@ -116,7 +116,7 @@ def project_image(project: dict, tree: Path, client) -> str:
         print(f"  note: {note}")
     if plan.command is None:
         raise SystemExit(f"{project['name']}: marked for set-up, but nothing was inferred")
-    spec = SetupSpec(command=plan.command)
+    spec = SetupSpec(command=plan.command, installer=plan.installer)
     times = []
     for _ in range(2):  # the second call shows what a later run on the same files pays
         done = prepare_setup_image(

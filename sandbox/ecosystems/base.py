@@ -20,7 +20,11 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
   each failing test's text names (a stack, a compiler error), for the search's suspects; None
   where the language traces a run instead: `line_counts(box, run, timeout_s=...)`;
 - `read_ci_report(data, repo)`: a JUnit file CI wrote, its ids as this ecosystem's runs say them;
-- `has_test(repo, test_id)`: whether a test CI named is in the repository (read, never run).
+- `has_test(repo, test_id)`: whether a test CI named is in the repository (read, never run);
+- `failing_first`: whether a run of the failing tests by id is cheap and its outcome
+  trustworthy enough to run them first after an edit (pytest's is);
+- `deselect(test_cmd, ids)`: the command with those tests left out (CI's flaky ones), None
+  where its runner cannot.
 
 Which files are tests and test configuration (never the model's to write) is the policy's
 (policies/paths.py, below this layer): each ecosystem names its globs there.
@@ -118,6 +122,8 @@ class Ecosystem(Protocol):
     name: str
     #: Files at a repository's root that say it is one of this ecosystem's projects.
     markers: tuple[str, ...]
+    #: Whether the failing tests run first by id after an edit (worker/loop/failing_first.py).
+    failing_first: bool
 
     def recognises(self, repo: Path) -> bool: ...
 
@@ -151,6 +157,8 @@ class Ecosystem(Protocol):
         """A JUnit file CI wrote (its runner's, on CI's disk), with ids as this ecosystem's
         runs name the same tests in `repo`; ValueError when it is not one."""
         ...
+
+    def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None: ...
 
     def has_test(self, repo: Path, test_id: str) -> bool:
         """Is the test CI named by `test_id` in `repo`? A static check (nothing runs): a test

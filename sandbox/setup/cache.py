@@ -37,10 +37,10 @@ from policies.secrets import Secrets
 from sandbox.container.docker_sandbox import DockerSandbox
 from sandbox.container.image import DEFAULT_IMAGE
 from sandbox.container.results import CommandResult
-from sandbox.ecosystems.python.vcs_version import VcsVersion, asks_git_for_version, checkout_version
 from sandbox.errors import SandboxError, SandboxUsageError, SetupFailed
 from sandbox.home import worker_home
-from sandbox.setup.installer import CACHE_DIR, PIP, Installer
+from sandbox.setup.installer import CACHE_DIR, PLAIN, FromCheckout, Installer
+from sandbox.setup.key import hash_inputs
 from sandbox.setup.log import failure_cause, keep_log
 from sandbox.setup.network import (
     NETWORK_MODES,
@@ -58,42 +58,11 @@ from sandbox.setup.tree_dirs import LINKS_LABEL, find_tree_dirs, make_deps_dir, 
 from sandbox.worktree.workspace import SANDBOX_UID, make_run_dir, remove_dir, snapshot
 
 SETUP_REPOSITORY = "worker-setup"
-DEPENDENCY_FILES = (
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "requirements.txt",
-    "requirements-dev.txt",
-    "requirements-test.txt",
-    "Pipfile",
-    "Pipfile.lock",
-    "poetry.lock",
-    "uv.lock",
-    "pdm.lock",
-    "environment.yml",
-    "package.json",
-    "package-lock.json",
-    "npm-shrinkwrap.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    "pnpm-workspace.yaml",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
-    ".pnpmfile.cjs",
-)
-#: Where else the set-up inference (sandbox/ecosystems/python/setup_infer.py) reads requirements
-#: from.
-DEPENDENCY_GLOBS = (
-    "*requirements*.txt",
-    "requirements/*.txt",
-    "requirements/*.in",
-    "tests/requirements*.txt",
-    "tox.ini",
-)
 TAIL_LINES = 15
 #: What changes the set-up images' contents beyond the key's inputs: bump to set up anew.
-RECIPE = "2"  # 2: files set-up writes into the tree kept; versions from git; a fresh pip env
+RECIPE = (
+    "3"  # 3: keyed on the installer's own inputs; 2: tree files kept, git versions, fresh pip env
+)
 #: pip in the image's venv sees the base's packages (Debian's pytest 7.2) as installed and keeps
 #: them; a fresh environment, which is what a project's CI has, gets what its requirements ask
 #: for at the newest, as pip resolves it with nothing installed.
@@ -120,7 +89,7 @@ class SetupSpec:
     network: NetworkMode = "index"
     env_names: tuple[str, ...] = ()  # read from os.environ at run time, passed to set-up only
     timeout_s: float = 900.0
-    installer: Installer = PIP  # the registry hosts, variables and folders of its ecosystem
+    installer: Installer = PLAIN  # the registry hosts, variables and folders of its ecosystem
 
     def __post_init__(self) -> None:
         bad = [n for n in self.env_names if not _NAME.match(n)]
@@ -172,12 +141,13 @@ def setup_key(
     repo: Path,
     environ: Mapping[str, str] | None = None,
 ) -> str:
-    """Hash of the base image id, the command, the network (mode, allowed hosts, the names of
-    the variables passed: never their values) and the dependency files' contents."""
+    """Hash of what decides the set-up image (sandbox/setup/key.py): the base image id, the
+    command, the network (mode, allowed hosts, the names of the variables passed: never their
+    values), the installer, and its input files' contents."""
     plan = plan_network(
         spec.network, env_names=spec.env_names, environ=_environ(environ), installer=spec.installer
     )
-    version = checkout_version(repo) if asks_git_for_version(repo) else None
+    version = spec.installer.from_checkout(repo) if spec.installer.from_checkout else None
     return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
 
 
@@ -204,7 +174,7 @@ def prepare_setup_image(
     plan = plan_network(
         spec.network, env_names=spec.env_names, environ=env_source, installer=spec.installer
     )
-    version = checkout_version(repo) if asks_git_for_version(repo) else None
+    version = spec.installer.from_checkout(repo) if spec.installer.from_checkout else None
     key = _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
     tag = f"{SETUP_REPOSITORY}:{key}"
     kept = worker_home() / "setup" / key
@@ -337,14 +307,6 @@ def _files(names: tuple[str, ...]) -> str:
     return f"{len(names)} files ({shown}{', ...' if len(names) > 3 else ''})"
 
 
-def dependency_files(repo: Path) -> list[str]:
-    """The files whose content decides what a set-up installs (and so its cache key)."""
-    found = {*DEPENDENCY_FILES}
-    for pattern in DEPENDENCY_GLOBS:
-        found.update(p.relative_to(repo).as_posix() for p in sorted(repo.glob(pattern))[:50])
-    return sorted(found)
-
-
 def _key(
     client: docker.DockerClient,
     *,
@@ -352,7 +314,7 @@ def _key(
     spec: SetupSpec,
     repo: Path,
     plan: NetworkPlan,
-    version: VcsVersion | None,
+    version: FromCheckout | None,
 ) -> str:
     digest = hashlib.sha256()
     digest.update(client.images.get(base_image).id.encode())
@@ -361,10 +323,7 @@ def _key(
     for part in (*parts, *spec.installer.key_parts()):
         digest.update(b"\0" + part.encode())
     digest.update(b"\0")
-    for name in dependency_files(repo):
-        path = repo / name
-        if path.is_file() and not path.is_symlink():
-            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    hash_inputs(digest, repo, spec.installer.inputs)
     return digest.hexdigest()[:24]
 
 

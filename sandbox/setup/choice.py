@@ -26,7 +26,7 @@ from sandbox.ecosystems.python.choice import WrongPython
 from sandbox.ecosystems.python.pins import python_satisfies
 from sandbox.home import worker_home
 from sandbox.setup.cache import SetupSpec
-from sandbox.setup.installer import PIP
+from sandbox.setup.installer import PLAIN, Installer
 from sandbox.setup.plan import SetupPlan
 
 Source = Literal["given", "inferred", "none", "off"]
@@ -97,7 +97,7 @@ def choose_setup(
             network=config.setup_network,
             env_names=config.setup_env,
             timeout_s=config.setup_timeout_s,
-            installer=plan.installer if plan else PIP,
+            installer=_installer(repo, plan, ecosystem),
         )
 
     if config.setup:
@@ -107,6 +107,14 @@ def choose_setup(
     if plan.command is None:
         return SetupChoice(source="none", spec=None, plan=plan)
     return SetupChoice(source="inferred", spec=spec(plan.command), plan=plan)
+
+
+def _installer(repo: Path, plan: SetupPlan | None, ecosystem: Ecosystem | None) -> Installer:
+    """The installer a set-up command runs as: the plan's, else (inference off) the one the
+    repository's ecosystem would infer, else a plain command's."""
+    if plan is not None:
+        return plan.installer
+    return ecosystem.infer_setup(repo).installer if ecosystem is not None else PLAIN
 
 
 def before_setup(

@@ -6,8 +6,11 @@ hosts the fence lets through (sandbox/setup/network.py), the host variables the 
 the fixed variables it runs with (where its caches go), the folders it writes inside the tree
 that belong to the environment (`node_modules`: moved into the image and linked from each copy
 of the tree, sandbox/setup/tree_dirs.py), and what the committed image keeps in its own
-environment (where Yarn Berry keeps the packages its .pnp.cjs points into). pip's is `PIP`;
-Node's is made from the repository's files (sandbox/ecosystems/node/setup_infer.py).
+environment (where Yarn Berry keeps the packages its .pnp.cjs points into), the files whose
+content decides what it installs (`inputs`: the set-up image's cache key hashes exactly those),
+and what the build reads from the user's checkout rather than the tree (`from_checkout`: a
+version from git). Each language package makes its own (pip's in sandbox/ecosystems/python/,
+Node's from the repository's files); `PLAIN` is a given command's where no language is known.
 
 Never a secret here: the values are fixed strings, the same for every user, and part of the
 cache key. A host variable's value reaches the command alone, through its exec environment.
@@ -15,18 +18,28 @@ cache key. A host variable's value reaches the command alone, through its exec e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
-PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
-#: Variables naming package indexes: their hosts join the allow-list.
-INDEX_VARIABLES = (
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "UV_INDEX_URL",
-    "UV_EXTRA_INDEX_URL",
-    "UV_DEFAULT_INDEX",
-    "UV_INDEX",
-)
+
+class FromCheckout(Protocol):
+    """What a build reads from the user's checkout, not the tree (a version from git)."""
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def key(self) -> str:
+        """The part of it that decides the set-up image."""
+        ...
+
+    def env(self) -> dict[str, str]:
+        """The variables the build reads it from."""
+        ...
+
+
 #: Where set-up's own folders go in the image: the moved tree folders, corepack's downloads.
 DEPS_DIR = "/opt/worker-deps"
 #: A folder on the set-up container's disk for an installer's caches: removed before the commit.
@@ -56,10 +69,17 @@ class Installer:
     tree_dirs: tuple[str, ...] = ()
     #: How the fence's refusal names the ways to widen it.
     widen_hint: str = ""
+    #: The files whose content decides what set-up installs, relative to the root: names, or
+    #: globs (`**/go.mod` at any depth). The set-up image's cache key hashes exactly these.
+    inputs: tuple[str, ...] = ()
+    #: What the build reads from the user's checkout (None: nothing), part of the key.
+    from_checkout: Callable[[Path], FromCheckout | None] | None = None
+    #: Whether the key takes the installer's own fields (a pip key predates them, and stays).
+    keyed_by_fields: bool = True
 
     def key_parts(self) -> tuple[str, ...]:
-        """What the cache key adds for this installer; nothing for pip (its keys predate it)."""
-        if self == PIP:
+        """What the cache key adds for this installer's fields (see `keyed_by_fields`)."""
+        if not self.keyed_by_fields:
             return ()
         env = [f"{k}={v}" for k, v in sorted(self.env.items())]
         image = [f"{k}={v}" for k, v in sorted(self.image_env.items())]
@@ -72,13 +92,11 @@ class Installer:
         return bool(self.tree_dirs) or any(v.startswith(DEPS_DIR) for v in inside)
 
 
-PIP = Installer(
-    name="pip",
-    hosts=PYPI_HOSTS,
-    url_variables=INDEX_VARIABLES,
-    passed=("PIP_TRUSTED_HOST",),
-    widen_hint=(
-        "an index named in PIP_INDEX_URL or UV_INDEX_URL joins them; --setup-network full "
-        "allows any host"
-    ),
+#: A given set-up command's where no language package knows the repository: no registry is
+#: let through unless the user names one (--setup-network full lets any).
+PLAIN = Installer(
+    name="command",
+    hosts=(),
+    url_variables=(),
+    widen_hint="--setup-network full allows any host",
 )

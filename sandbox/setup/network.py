@@ -41,10 +41,8 @@ from docker.types import Mount
 from sandbox.container import placement as where
 from sandbox.container.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
-from sandbox.setup.installer import INDEX_VARIABLES, PIP, PYPI_HOSTS, Installer
+from sandbox.setup.installer import PLAIN, Installer
 from sandbox.worktree.workspace import SANDBOX_UID
-
-__all__ = ["INDEX_VARIABLES", "PYPI_HOSTS"]  # where callers found them before installer.py
 
 NetworkMode = Literal["index", "full", "none"]
 NETWORK_MODES: tuple[str, ...] = ("index", "full", "none")
@@ -88,7 +86,7 @@ def plan_network(
     *,
     env_names: tuple[str, ...],
     environ: Mapping[str, str],
-    installer: Installer = PIP,
+    installer: Installer = PLAIN,
 ) -> NetworkPlan:
     """Read the host environment once: the allow-list (the installer's hosts and those of the
     registry variables set), the upstream proxy, what is passed."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sandbox.setup.installer import PIP, Installer
+from sandbox.setup.installer import PLAIN, Installer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,7 +20,7 @@ class SetupPlan:
     #: with no command, why there is nothing to install).
     summary: str | None = None
     #: The registry hosts, variables and tree folders of the installer the command runs.
-    installer: Installer = PIP
+    installer: Installer = PLAIN
 
     def describe(self) -> str:
         """One line for the user (the whole command is in report.json)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shlex
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sandbox.ecosystems import detect_test_command, ecosystem_for, ecosystem_running
-from sandbox.ecosystems.python.pytest_command import is_pytest
 from sandbox.prepare import Prepared, run_pending_setup
 from sandbox.session import SandboxSession, open_session
 from sandbox.testrun.run import TestRun, run_tests
@@ -142,8 +140,9 @@ class CiRun:
         """`worker fix` on the real failures; flaky tests are deselected, left alone."""
         req = self.fix.request
         test_cmd = self._test_cmd or self.test_cmd(None)
-        if flaky and is_pytest(test_cmd):
-            test_cmd += "".join(f" --deselect {shlex.quote(t)}" for t in flaky)
+        ecosystem = ecosystem_running(test_cmd) if flaky else None
+        if ecosystem is not None and (deselected := ecosystem.deselect(test_cmd, flaky)):
+            test_cmd = deselected
         goal = f"{req.goal}. The failing tests: {', '.join(real)}"
         config = dataclasses.replace(req.config, test_cmd=test_cmd)
         self.fix.request = dataclasses.replace(req, goal=goal, config=config)

@@ -4,19 +4,19 @@ whole suite runs (regressions elsewhere show there, and it is the run a fix is j
 verdict is always the whole suite's, re-run on a clean copy (worker/loop/verify.py).
 
 Running them by id is no gain, or cannot be done, and the whole suite runs at once, for: a test
-command that is not pytest (its ids cannot be selected), a baseline without a report, a suite
-too short for a second pytest start to pay, and failing tests that are much of the suite. For
-the rest of a run, after a run by id that did not account for every id it asked for (pytest
-could not select one back: it answers "not found" with an empty report), or once runs by id
-took more than MAX_TIME_SHARE of the suite's time (collecting one large test file is most of
-it).
+command whose ecosystem does not run tests first by id (`Ecosystem.failing_first`: pytest's does),
+a baseline without a report, a suite too short for a second pytest start to pay, and failing tests
+that are much of the suite. For the rest of a run, after a run by id that did not account for every
+id it asked for (pytest could not select one back: it answers "not found" with an empty report), or
+once runs by id took more than MAX_TIME_SHARE of the suite's time (collecting one large test file
+is most of it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sandbox.ecosystems.python.pytest_command import is_pytest
+from sandbox.ecosystems import ecosystem_running
 from sandbox.testrun.ids import validate_test_ids
 from sandbox.testrun.run import TestRun
 
@@ -43,7 +43,7 @@ def first_ids(baseline: TestRun | None) -> tuple[str, ...]:
     """The baseline's failing tests, to run first after an edit; () when the whole suite should
     run at once (see the module's text)."""
     summary = baseline.summary if baseline is not None else None
-    if baseline is None or summary is None or not is_pytest(baseline.test_cmd):
+    if baseline is None or summary is None or not _by_id(baseline.test_cmd):
         return ()
     ids = tuple(dict.fromkeys(summary.failing_ids()))
     short = baseline.result.duration_s < MIN_SUITE_S
@@ -100,3 +100,9 @@ class FailingFirst:
         if self.baseline is None or len(self._took) < TIMED_RUNS:
             return False
         return min(self._took) > MAX_TIME_SHARE * self.baseline.result.duration_s
+
+
+def _by_id(test_cmd: str) -> bool:
+    """Whether the command's runner runs the failing tests first (its ecosystem says)."""
+    ecosystem = ecosystem_running(test_cmd)
+    return ecosystem is not None and ecosystem.failing_first

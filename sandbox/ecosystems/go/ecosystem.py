@@ -209,6 +209,7 @@ class Go:
 
     name = "go"
     markers: tuple[str, ...] = MARKERS
+    failing_first = False
 
     def recognises(self, repo: Path) -> bool:
         files = RepoFiles(repo)
@@ -313,6 +314,9 @@ class Go:
             return read_go_ci_report(data, module=None, modules=modules)
         root = modules.at(".")
         return read_go_ci_report(data, module=root.path if root else None)
+
+    def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None:
+        return None  # `go test -skip` takes a pattern per package, not ids
 
     def has_test(self, repo: Path, test_id: str) -> bool:
         return has_go_test(RepoFiles(repo), test_id)

@@ -35,6 +35,9 @@ GO_INSTALLER = Installer(
     url_variables=("GOPROXY",),
     passed=PASSED,
     env={"GOTOOLCHAIN": "local"},
+    # What decides a Go set-up: every module's requirements and sums, the workspace's, and
+    # what a vendoring module says it vendors.
+    inputs=("**/go.mod", "**/go.sum", "go.work", "go.work.sum", "**/vendor/modules.txt"),
     widen_hint=(
         "a module proxy named in GOPROXY joins them; --setup-network full allows any host "
         "(and so `direct` fetches from version control)"

@@ -113,6 +113,7 @@ class Node:
 
     name = "node"
     markers: tuple[str, ...] = MARKERS
+    failing_first = False
 
     def recognises(self, repo: Path) -> bool:
         return RepoFiles(repo).exists("package.json")
@@ -216,6 +217,9 @@ class Node:
             else "node-junit"
         )
         return ci_ids(reports.parse_report(kind, data, root=""), repo)
+
+    def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None:
+        return None  # the runners behind `npm test` take no common flag for it
 
     def has_test(self, repo: Path, test_id: str) -> bool:
         """The id's test file is in the repository (an id with no file, `::title`, as Node's

@@ -152,6 +152,21 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
     )
 
 
+#: What decides a Node set-up: the manifest, the lockfiles, the package managers' settings.
+INPUTS = (
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+)
+
+
 def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Installer:
     """The set-up's view of `manager`: the fence's hosts, the variables, node_modules kept."""
     corepack = manager.corepack
@@ -168,6 +183,7 @@ def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Instal
         image_env={**COREPACK_ENV, "COREPACK_ENABLE_NETWORK": "0"} if corepack else {},
         tree_dirs=tree_dirs or ("node_modules",),
         widen_hint=WIDEN_HINT,
+        inputs=INPUTS,
     )
 
 

@@ -39,6 +39,7 @@ class Python:
 
     name = "python"
     markers: tuple[str, ...] = MARKERS
+    failing_first = True
 
     def recognises(self, repo: Path) -> bool:
         return any((repo / m).is_file() for m in MARKERS)
@@ -118,6 +119,10 @@ class Python:
 
     def read_ci_report(self, data: bytes, repo: Path) -> TestSummary:
         return parse_junit(data)
+
+    def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None:
+        """pytest's `--deselect` for each id."""
+        return test_cmd + "".join(f" --deselect {shlex.quote(t)}" for t in ids)
 
     def has_test(self, repo: Path, test_id: str) -> bool:
         """The pytest id's file, and each name after the file as a definition in it (a

@@ -19,6 +19,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.python.installer import PIP as PIP_INSTALLER
 from sandbox.ecosystems.python.setup_locks import (
     TOOL_VENV,
     lock_plan,
@@ -298,4 +299,5 @@ def infer_setup(repo: Path) -> SetupPlan:
         notes=tuple(tree.notes),
         requires_python=requires_python(pyproject, cfg),
         summary=summary,
+        installer=PIP_INSTALLER,
     )
