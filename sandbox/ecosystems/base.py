@@ -11,6 +11,10 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
   only, and the report says so);
 - `infer_setup(repo)`: the set-up a maintainer would run on a fresh clone;
 - `toolchain(repo, image=..., backend=...)`: the toolchain image the project asks for, built once;
+- `build_image(client, version, name=..., progress=...)`: its toolchain's image for a version
+  the user names (`worker sandbox build --node 22`), where it has one; the line to say;
+- `check_image(client, image, plan=...)`: once the image is there, before set-up: whether the
+  project can run in it (one line, exit 6, when not);
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
   package not installed, a program missing): one line, exit 6 before any model call;
 - `grounding(run, workspace=..., paths=...)`: the definitions the failing tests reach, by the
@@ -115,6 +119,11 @@ class Toolchain(Protocol):
 
     def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]: ...
 
+    def report_fields(self, *, built_s: float | None = None) -> dict[str, Any]:
+        """The report's `setup` fields this toolchain fills beside `toolchain` (Python's
+        `python_choice`, `requires_python`); a None value leaves the field as it is."""
+        ...
+
 
 class Ecosystem(Protocol):
     """One language's projects, as the harness sees them (module docstring)."""
@@ -138,6 +147,27 @@ class Ecosystem(Protocol):
     def infer_setup(self, repo: Path) -> SetupPlan: ...
 
     def toolchain(self, repo: Path, *, image: str | None, backend: str) -> Toolchain | None: ...
+
+    def build_image(
+        self,
+        client: docker.DockerClient,
+        version: str,
+        *,
+        name: str | None,
+        progress: Callable[[str], None],
+    ) -> str | None:
+        """Build (or find current) the image for the toolchain `version` names (`worker sandbox
+        build --<flag> VERSION`); None when built now, else the line saying it is up to date.
+        ValueError: not a version it knows how to read."""
+        ...
+
+    def check_image(
+        self, client: docker.DockerClient | None, image: str, *, plan: SetupPlan | None
+    ) -> dict[str, Any]:
+        """Once the image is there and before set-up runs: stop, in one line (a
+        ProjectEnvironmentError, exit 6), when the project cannot run in it (Python's
+        `requires-python` against the image's Python); the report's `setup` fields learned."""
+        ...
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None: ...
 

@@ -1,7 +1,7 @@
-"""Which set-up a run gets: the one given (`--setup`, the configuration), else the one inferred
-from the repository's files (sandbox/ecosystems/python/setup_infer.py), else none; and whether the
-sandbox's
-Python is one the project accepts (`requires-python`), said before anything runs.
+"""Which set-up a run gets: the one given (`--setup`, the configuration), else the one the
+repository's language infers from its files (sandbox/ecosystems/*/setup_infer.py), else none;
+and whether the project can run in the image (`Ecosystem.check_image`: Python's
+`requires-python`), said before anything runs.
 
 `worker fix`, `worker ci`, `worker eval`'s re-check and `worker sandbox run-tests` all choose
 here, so a repository is set up the same way whichever command runs it.
@@ -9,9 +9,6 @@ here, so a repository is set up the same way whichever command runs it.
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,15 +19,11 @@ import docker.errors
 
 from policies.config import WorkerConfig
 from sandbox.ecosystems.base import Ecosystem
-from sandbox.ecosystems.python.choice import WrongPython
-from sandbox.ecosystems.python.pins import python_satisfies
-from sandbox.home import worker_home
 from sandbox.setup.cache import SetupSpec
 from sandbox.setup.installer import PLAIN, Installer
 from sandbox.setup.plan import SetupPlan
 
 Source = Literal["given", "inferred", "none", "off"]
-PYTHON_CACHE = "image-python.json"  # image id -> its Python, under the worker's cache folder
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +33,8 @@ class SetupChoice:
     source: Source
     spec: SetupSpec | None
     plan: SetupPlan | None = None
+    #: The repository's language, which checks the image before set-up runs.
+    ecosystem: Ecosystem | None = None
 
     def describe(self) -> str:
         """One line for the user, said before the set-up runs ("": nothing to add to the
@@ -101,12 +96,12 @@ def choose_setup(
         )
 
     if config.setup:
-        return SetupChoice(source="given", spec=spec(config.setup), plan=plan)
+        return SetupChoice(source="given", spec=spec(config.setup), plan=plan, ecosystem=ecosystem)
     if plan is None:
-        return SetupChoice(source="off", spec=None)
+        return SetupChoice(source="off", spec=None, ecosystem=ecosystem)
     if plan.command is None:
-        return SetupChoice(source="none", spec=None, plan=plan)
-    return SetupChoice(source="inferred", spec=spec(plan.command), plan=plan)
+        return SetupChoice(source="none", spec=None, plan=plan, ecosystem=ecosystem)
+    return SetupChoice(source="inferred", spec=spec(plan.command), plan=plan, ecosystem=ecosystem)
 
 
 def _installer(repo: Path, plan: SetupPlan | None, ecosystem: Ecosystem | None) -> Installer:
@@ -123,80 +118,14 @@ def before_setup(
     image: str,
     *,
     say: Callable[[str], None],
-    python_seen: Callable[[tuple[int, int, int] | None], None] = lambda _v: None,
-) -> None:
+) -> dict[str, Any]:
     """Once the image is there and before set-up runs: say the inferred set-up and what it did
-    not follow, tell `python_seen` the image's Python, and stop when the project does not
-    accept it."""
+    not follow, and let the language check the image (it stops the run, in one line, when the
+    project cannot run there); the report's `setup` fields it learned."""
     if said := choice.describe():
         say(said)
     for note in choice.plan.notes if choice.plan and choice.spec else ():
         say(f"set-up: not followed: {note}")
-    python = image_python(client, image, cache_dir=worker_home())
-    python_seen(python)
-    check_python(choice, python, image=image or "(the host)")
-
-
-def check_python(choice: SetupChoice, python: tuple[int, int, int] | None, *, image: str) -> None:
-    """Stop, in one line, when the project's `requires-python` excludes the image's Python (an
-    image named by the user, or a chosen one whose Python is not what its release promised)."""
-    wanted = choice.plan.requires_python if choice.plan else None
-    if wanted is None or python is None or python_satisfies(wanted, python) is not False:
-        return
-    have = ".".join(map(str, python))
-    raise WrongPython(
-        f"the project requires Python {wanted} and the sandbox image {image} has {have}: build "
-        "an image for another Python with `worker sandbox build --base IMAGE --image NAME` "
-        "(docs/configuration.md) and pass --image NAME"
-    )
-
-
-def image_python(
-    client: docker.DockerClient | None, image: str, *, cache_dir: Path
-) -> tuple[int, int, int] | None:
-    """The Python that `python` runs in `image` (the host's for the local backend), remembered
-    by image id so only the first run on an image starts a container for it."""
-    if client is None:
-        return sys.version_info[:3]
-    try:
-        image_id = client.images.get(image).id
-    except docker.errors.ImageNotFound:
-        return None
-    cache = cache_dir / PYTHON_CACHE
-    known = _read_json(cache)
-    if image_id in known:
-        return tuple(known[image_id])  # type: ignore[return-value]
-    try:
-        out = client.containers.run(
-            image,
-            ["python", "-c", "import sys; print(*sys.version_info[:3])"],
-            network_mode="none",
-            remove=True,
-            stdout=True,
-            stderr=False,
-        )
-        version = tuple(int(n) for n in out.decode().split())
-    except (docker.errors.DockerException, ValueError):
-        return None
-    if len(version) != 3:
-        return None
-    _remember(cache, known, image_id, list(version))
-    return version  # type: ignore[return-value]
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if choice.ecosystem is None:
         return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _remember(path: Path, known: dict[str, Any], key: str, value: list[int]) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**known, key: value}), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        pass  # a cache: the next run asks the image again
+    return choice.ecosystem.check_image(client, image, plan=choice.plan)

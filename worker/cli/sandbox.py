@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -13,9 +12,8 @@ from policies.config import load_config
 from sandbox.container.client import connect
 from sandbox.container.image import ensure_image
 from sandbox.container.prune import prune as prune_containers
-from sandbox.container.suites import DEFAULT_SUITE, SUITES, suite_for
-from sandbox.ecosystems import detect_test_command, ecosystem_for
-from sandbox.ecosystems.node.image import ensure_node_image
+from sandbox.container.suites import DEFAULT_SUITE
+from sandbox.ecosystems import ECOSYSTEMS, detect_test_command, ecosystem_for
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
 from sandbox.setup.choice import before_setup, choose_setup
@@ -32,34 +30,32 @@ def _progress(message: str) -> None:
 
 
 def build(args: argparse.Namespace) -> int:
-    """Build (or confirm) the sandbox image: the default, one for another Python (`--python`,
-    the image a run chooses for a project that asks for it), one with a Node (`--node`), or a
-    named one on a named base."""
-    if args.node:
-        return _build_node(args)
-    if args.python and (args.image or args.base):
-        raise UsageError("--python names the base and the image itself: drop --image and --base")
-    try:
-        suite = suite_for(args.python) if args.python else DEFAULT_SUITE
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    name = args.image or suite.image
+    """Build (or confirm) the sandbox image: the default, one for a language's toolchain
+    (`--python 3.13`, `--node 22`, `--go 1.24`: the image a run chooses for a project that asks
+    for it), or a named one on a named base."""
+    asked = [(k, getattr(args, k.image_flag[0])) for k in ECOSYSTEMS if k.image_flag]
+    asked = [(k, version) for k, version in asked if version]
+    if len(asked) > 1:
+        raise UsageError("build one toolchain's image at a time: " + ", ".join(
+            f"--{k.image_flag[0]}" for k, _ in asked if k.image_flag
+        ))  # fmt: skip
     client = connect(timeout_s=900)
-    state = ensure_image(client, name=name, base=args.base, suite=suite, progress=_progress)
+    if asked:
+        known, version = asked[0]
+        if args.base:
+            raise UsageError(f"--{known.image_flag and known.image_flag[0]} builds on the default "
+                             "image: drop --base")  # fmt: skip
+        try:
+            said = known.load().build_image(client, version, name=args.image, progress=_progress)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        if said:
+            _progress(said)
+        return 0
+    name = args.image or DEFAULT_SUITE.image
+    state = ensure_image(client, name=name, base=args.base, suite=DEFAULT_SUITE, progress=_progress)
     if state.built_s is None:
         _progress(f"image {name} is up to date ({state.short_id})")
-    return 0
-
-
-def _build_node(args: argparse.Namespace) -> int:
-    if args.python or args.base:
-        raise UsageError("--node builds on the default image: drop --python and --base")
-    if not re.fullmatch(r"\d+(\.\d+\.\d+)?", args.node):
-        raise UsageError(f"--node takes a major (22) or a release (22.12.0), not {args.node!r}")
-    client = connect(timeout_s=900)
-    image = ensure_node_image(client, version=args.node, progress=_progress, name=args.image)
-    if image.built_s is None:
-        _progress(f"image {image.name} is up to date (Node {image.node}, npm {image.npm})")
     return 0
 
 
@@ -78,18 +74,13 @@ def add_sandbox_arguments(sandbox: argparse.ArgumentParser) -> None:
     build = sbox.add_parser("build", help="build the sandbox image (offline if need be)")
     build.add_argument("--image", default=None, help="image name (default worker-sandbox:latest)")
     build.add_argument("--base", default=None, help="base image to build on")
-    build.add_argument(
-        "--python",
-        default=None,
-        help="the image a run picks for a project on this Python: "
-        + ", ".join(s.describe() for s in SUITES),
-    )
-    build.add_argument(
-        "--node",
-        default=None,
-        help="the image a run picks for a project on this Node: a major (22) or a release "
-        "(22.12.0), from the npm registry (npm_config_registry)",
-    )
+    for known in ECOSYSTEMS:
+        if known.image_flag:
+            flag, what = known.image_flag
+            build.add_argument(
+                f"--{flag}", default=None,
+                help=f"the image a run picks for a project on this {flag}: {what}",
+            )  # fmt: skip
     run = sbox.add_parser("run-tests", help="run a repository's tests in the sandbox")
     run.add_argument("--repo", type=Path, required=True)
     run.add_argument("--test-cmd", default=None)

@@ -24,7 +24,6 @@ from policies.limits import edited_test_timeout
 from policies.secrets import NO_SECRETS, Secrets
 from sandbox.ecosystems import detect_test_command, ecosystem_for
 from sandbox.ecosystems.base import Ecosystem
-from sandbox.ecosystems.python.choice import PythonChoice
 from sandbox.on_thread import OnThread
 from sandbox.prepare import Prepared, prepare, run_pending_setup
 from sandbox.session import Backend, SandboxSession, open_session
@@ -164,15 +163,10 @@ class FixRun:
         )
         if toolchain is not None:
             setup["toolchain"] = toolchain.to_dict()
-        if isinstance(toolchain, PythonChoice):
-            setup["python_choice"] = toolchain.to_dict()
-            setup["requires_python"] = setup["requires_python"] or toolchain.requires_python
+            setup |= _filled(toolchain.report_fields())
 
-        def check_python(client: docker.DockerClient | None, image: str) -> None:
-            def seen(python: tuple[int, int, int] | None) -> None:
-                setup["python"] = ".".join(map(str, python)) if python else None
-
-            before_setup(choice, client, image, say=self.progress.say, python_seen=seen)
+        def check_image(client: docker.DockerClient | None, image: str) -> None:
+            setup.update(before_setup(choice, client, image, say=self.progress.say))
 
         try:
             prepared = prepare(
@@ -185,7 +179,7 @@ class FixRun:
                 limits=config.limits,
                 progress=self.progress.say,
                 toolchain=toolchain,
-                before_setup=check_python,
+                before_setup=check_image,
                 secrets=req.secrets,
             )
         except SetupFailed as exc:
@@ -198,8 +192,7 @@ class FixRun:
             raise
         if toolchain is not None:  # what was built (or found) for it
             setup["toolchain"] = toolchain.to_dict(built_s=prepared.image_built_s)
-            if isinstance(toolchain, PythonChoice):
-                setup["python_choice"] = setup["toolchain"]
+            setup |= _filled(toolchain.report_fields(built_s=prepared.image_built_s))
         if prepared.image_built_s is not None:
             self.clock.leave_out(prepared.image_built_s)
         if prepared.setup is not None:
@@ -525,3 +518,8 @@ def _known_tests(baseline: TestRun) -> tuple[str, ...]:
         return ()
     failing = baseline.summary.failing_ids()
     return tuple(dict.fromkeys([*failing, *baseline.summary.outcomes]))
+
+
+def _filled(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields a toolchain fills: those it has a value for."""
+    return {k: v for k, v in fields.items() if v is not None}

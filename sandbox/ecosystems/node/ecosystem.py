@@ -104,6 +104,9 @@ class NodeToolchain:
     def describe(self, built_s: float | None = None) -> str:
         return self.choice.describe(self.built)
 
+    def report_fields(self, *, built_s: float | None = None) -> dict[str, Any]:
+        return {}
+
     def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]:
         return self.choice.to_dict(image=self.built)
 
@@ -172,6 +175,27 @@ class Node:
         if image or backend != "docker":
             return None
         return NodeToolchain(choice=choose_node(repo))
+
+    def build_image(
+        self,
+        client: docker.DockerClient,
+        version: str,
+        *,
+        name: str | None,
+        progress: Callable[[str], None],
+    ) -> str | None:
+        """A Node image from the npm registry's tarballs (image.py)."""
+        if not re.fullmatch(r"\d+(\.\d+\.\d+)?", version):
+            raise ValueError(f"--node takes a major (22) or a release (22.12.0), not {version!r}")
+        image = ensure_node_image(client, version=version, progress=progress, name=name)
+        if image.built_s is not None:
+            return None
+        return f"image {image.name} is up to date (Node {image.node}, npm {image.npm})"
+
+    def check_image(
+        self, client: docker.DockerClient | None, image: str, *, plan: SetupPlan | None
+    ) -> dict[str, Any]:
+        return {}  # the toolchain's choice checked the version before the image was made
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         if packages := missing_packages(run, tree):

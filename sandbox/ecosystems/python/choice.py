@@ -58,6 +58,13 @@ class PythonChoice:
 
         return ensure_image(client, name=self.image, suite=self.suite, progress=progress).built_s
 
+    def report_fields(self, *, built_s: float | None = None) -> dict[str, Any]:
+        """`python_choice` (this choice), and the `requires_python` it followed."""
+        return {
+            "python_choice": self.to_dict(built_s=built_s),
+            "requires_python": self.requires_python,
+        }
+
     def to_dict(self, *, built_s: float | None = None) -> dict[str, Any]:
         """The report's `setup.python_choice`; `built_s`: the image was built by this run."""
         return {

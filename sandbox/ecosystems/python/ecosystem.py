@@ -10,9 +10,11 @@ import shlex
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from policies.paths import PathPolicy
 from sandbox.container.base import Sandbox
+from sandbox.container.suites import SUITES
 from sandbox.ecosystems.base import FailedRun, Instrumented, Places, Stage
 from sandbox.ecosystems.python.choice import PythonChoice, python_for
 from sandbox.ecosystems.python.missing_modules import missing_modules
@@ -29,6 +31,9 @@ from sandbox.source.grounding import Grounding
 from sandbox.source.places import LineCounts
 from sandbox.testrun.junit import TestSummary, parse_junit
 
+if TYPE_CHECKING:
+    import docker
+
 #: Files at the root that make a repository a Python project.
 MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini", "conftest.py")
 _FRAME = re.compile(r"([\w./-]+\.py)\"?, line (\d+)|([\w./-]+\.py):(\d+)")
@@ -38,6 +43,8 @@ class Python:
     """The Python ecosystem (see the module docstring)."""
 
     name = "python"
+    #: What `worker sandbox build --python VERSION` takes.
+    image_help = "a Python a Debian release here ships: " + ", ".join(s.describe() for s in SUITES)
     markers: tuple[str, ...] = MARKERS
     failing_first = True
 
@@ -82,6 +89,38 @@ class Python:
 
     def toolchain(self, repo: Path, *, image: str | None, backend: str) -> PythonChoice | None:
         return python_for(repo, image=image, backend=backend)
+
+    def build_image(
+        self,
+        client: docker.DockerClient,
+        version: str,
+        *,
+        name: str | None,
+        progress: Callable[[str], None],
+    ) -> str | None:
+        """The image of the Debian release that ships Python `version` (`--python`: the
+        sandbox's own base, sandbox/container/suites.py)."""
+        from sandbox.container.image import ensure_image
+        from sandbox.container.suites import suite_for
+
+        suite = suite_for(version)
+        image = name or suite.image
+        state = ensure_image(client, name=image, suite=suite, progress=progress)
+        return (
+            None if state.built_s is not None else f"image {image} is up to date ({state.short_id})"
+        )
+
+    def check_image(
+        self, client: docker.DockerClient | None, image: str, *, plan: SetupPlan | None
+    ) -> dict[str, Any]:
+        """The image's Python (remembered by image id), refused in one line when the project's
+        `requires-python` excludes it (image_python.py)."""
+        from sandbox.ecosystems.python.image_python import check_python, image_python
+        from sandbox.home import worker_home
+
+        python = image_python(client, image, cache_dir=worker_home())
+        check_python(plan.requires_python if plan else None, python, image=image or "(the host)")
+        return {"python": ".".join(map(str, python)) if python else None}
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         if modules := missing_modules(run, tree):
