@@ -39,24 +39,9 @@ class ProjectEnvironmentError(SandboxError):
     has. The project's to change, not the machine's (exit 6, before any model call)."""
 
 
-class WrongNode(ProjectEnvironmentError):
-    """The project asks for a Node no source here has (engines.node, .nvmrc, its CI's
-    setup-node): the message names what was asked and what exists."""
-
-
-class WrongGo(ProjectEnvironmentError):
-    """The module asks for a Go no source here has (go.mod's `go` directive or `toolchain`
-    line): the message names what was asked and what exists."""
-
-
-class GoUnavailable(SandboxError):
-    """No Go can be had: the package index did not answer and nothing is cached, or what it
-    served is not what it listed (a size over the cap, a sha256 mismatch)."""
-
-
-class NodeUnavailable(SandboxError):
-    """No Node can be had: the registry did not answer and nothing is cached, or what it
-    served is not what it listed (a size over the cap, an integrity mismatch)."""
+class ToolchainUnavailable(SandboxError):
+    """No toolchain can be had: its source did not answer and nothing is cached, or what it
+    served is not what it listed (a size over the cap, a checksum that differs)."""
 
 
 class SetupFailed(SandboxError):

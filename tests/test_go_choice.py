@@ -9,10 +9,11 @@ import pytest
 
 from sandbox.ecosystems.go.choice import choose_go, pick_go
 from sandbox.ecosystems.go.ecosystem import GoTestCommand
+from sandbox.ecosystems.go.errors import WrongGo
 from sandbox.ecosystems.go.gomod import parse_go_mod
 from sandbox.ecosystems.go.setup_infer import GO_INSTALLER, infer_go_setup, missing_modules
 from sandbox.ecosystems.go.testjson import parse_go_test_json
-from sandbox.errors import ProjectEnvironmentError, WrongGo
+from sandbox.errors import ProjectEnvironmentError
 from sandbox.setup.network import plan_network
 from tests.go_bin import serve_go_bin
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from sandbox.ecosystems.node.choice import choose_node, pick_node
+from sandbox.ecosystems.node.errors import NodeUnavailable, WrongNode
 from sandbox.ecosystems.node.pins import NodePins, Pin, read_pins
 from sandbox.ecosystems.node.registry import Release, download, releases
 from sandbox.ecosystems.node.semver import accepts
-from sandbox.errors import NodeUnavailable, WrongNode
 from tests.npm_node import serve_npm_node
 
 AVAILABLE = [(18, 20, 8), (20, 9, 0), (20, 19, 1), (21, 7, 3), (22, 11, 0), (22, 12, 0)]

@@ -38,7 +38,7 @@ EXIT_CODES: tuple[tuple[type[BaseException], int], ...] = (
     (SandboxUsageError, EXIT_USAGE),
     (ProjectEnvironment, EXIT_PROJECT_ENVIRONMENT),
     (SetupFailed, EXIT_PROJECT_ENVIRONMENT),
-    (ProjectEnvironmentError, EXIT_PROJECT_ENVIRONMENT),  # WrongPython, WrongNode
+    (ProjectEnvironmentError, EXIT_PROJECT_ENVIRONMENT),  # a toolchain no source has
     (SandboxError, EXIT_ENVIRONMENT),
     (EnvironmentProblem, EXIT_ENVIRONMENT),
 )

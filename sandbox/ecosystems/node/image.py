@@ -37,6 +37,7 @@ from sandbox.container.image import (
     image_exists,
     one_builder,
 )
+from sandbox.ecosystems.node.errors import WrongNode
 from sandbox.ecosystems.node.registry import (
     Release,
     download,
@@ -45,7 +46,7 @@ from sandbox.ecosystems.node.registry import (
     releases,
 )
 from sandbox.ecosystems.node.semver import accepts, parse_version
-from sandbox.errors import ImageError, WrongNode
+from sandbox.errors import ImageError
 from sandbox.worktree.workspace import SANDBOX_UID
 
 IMAGE_PREFIX = "worker-sandbox:node"

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.node.errors import NodeUnavailable
 from sandbox.ecosystems.node.semver import Version, parse_version
-from sandbox.errors import NodeUnavailable
 from sandbox.home import worker_home
 
 DEFAULT_REGISTRY = "https://registry.npmjs.org/"
