@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 from policies.budgets import Budgets
 from policies.paths import PathPolicy
 from sandbox.container.results import CommandResult
+from sandbox.ecosystems.python.same_code import same_code
 from sandbox.source.numbered import numbered
 from sandbox.testrun.junit import TestFailure, TestSummary
 from sandbox.testrun.run import TestRun
@@ -29,7 +30,6 @@ from tools import replace as replace_tool
 from tools.apply_patch import NO_CODE_CHANGE
 from tools.base import Observation, failed, refused
 from tools.replace import loosened
-from tools.same_code import same_code
 from tools.spec import ToolSpec
 from worker.llm.types import PLAIN, CallSettings, Messages, ModelReply, ToolCall, Usage
 from worker.loop.agent import Agent
@@ -262,7 +262,7 @@ class MemoryEnvironment:
                     ast.parse(text)
                 except SyntaxError as exc:
                     return failed(
-                        "patch rolled back, nothing was changed: it breaks Python syntax.\n"
+                        "patch rolled back, nothing was changed: it breaks the file's syntax.\n"
                         f"{path}:{exc.lineno}: {exc.msg}"
                     )
         before = {path: self.files[path] for path in changes}

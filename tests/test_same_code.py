@@ -1,10 +1,11 @@
-"""tools/same_code.py: which edits of a Python file change nothing the tests can see."""
+"""sandbox/ecosystems/python/same_code.py: which edits of a Python file change nothing the tests
+can see."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.same_code import same_code
+from sandbox.ecosystems.python.same_code import same_code
 
 BODY = "def f(x):\n    if {cond}:\n        return 1\n    return 2\n"
 

@@ -37,6 +37,10 @@ FILES = {
     "src/old.py": "GONE = True\n",
     "tests/test_app.py": "def test_x():\n    assert True\n",
     "conftest.py": "",
+    "src/mean.js": (
+        "export function mean(xs) {\n  return xs.reduce((a, b) => a + b) / (xs.length - 1);\n}\n"
+    ),
+    "calc/add.go": "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
 }
 
 
@@ -176,6 +180,64 @@ def test_syntax_breaking_diff_is_rolled_back_byte_for_byte(env) -> None:
     assert (ws.path / "src/app.py").read_bytes() == before
     assert not (ws.path / "src/fine.py").exists()
     assert ws.changed_files() == []
+
+
+def test_a_diff_breaking_javascript_or_go_syntax_is_rolled_back(env) -> None:
+    # Each language's own parser (tree-sitter's grammars, through sandbox/ecosystems/) checks
+    # its files after an edit, as Python's does `.py` files.
+    apply, ws = env
+    before = {rel: (ws.path / rel).read_bytes() for rel in ("src/mean.js", "calc/add.go")}
+    obs = apply(
+        diff("""
+        --- a/src/mean.js
+        +++ b/src/mean.js
+        @@ -1,2 +1,2 @@
+         export function mean(xs) {
+        -  return xs.reduce((a, b) => a + b) / (xs.length - 1);
+        +  return xs.reduce((a, b) => a + b) / (xs.length;
+    """)
+    )
+    assert not obs.ok and "SyntaxError at src/mean.js:2" in obs.text, obs.text
+    obs = apply(
+        diff("""
+        --- a/calc/add.go
+        +++ b/calc/add.go
+        @@ -3,2 +3,2 @@
+         func Add(a, b int) int {
+        -\treturn a - b
+        +\treturn a + b +
+    """)
+    )
+    assert not obs.ok and "SyntaxError at calc/add.go:" in obs.text, obs.text
+    assert {rel: (ws.path / rel).read_bytes() for rel in before} == before
+    assert ws.changed_files() == []
+
+
+def test_a_go_edit_of_comments_alone_is_rolled_back_and_a_real_one_applies(env) -> None:
+    apply, ws = env
+    comment = apply(
+        diff("""
+        --- a/calc/add.go
+        +++ b/calc/add.go
+        @@ -3,2 +3,2 @@
+         func Add(a, b int) int {
+        -\treturn a - b
+        +\treturn a - b // the sum
+    """)
+    )
+    assert not comment.ok and comment.data["no_code_change"], comment.text
+    fixed = apply(
+        diff("""
+        --- a/calc/add.go
+        +++ b/calc/add.go
+        @@ -3,2 +3,2 @@
+         func Add(a, b int) int {
+        -\treturn a - b
+        +\treturn a + b
+    """)
+    )
+    assert fixed.ok, fixed.text
+    assert "return a + b" in (ws.path / "calc/add.go").read_text()
 
 
 def test_a_diff_that_changes_no_code_is_rolled_back_and_said_so(env) -> None:

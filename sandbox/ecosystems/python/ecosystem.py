@@ -110,6 +110,26 @@ class Python:
             None if state.built_s is not None else f"image {image} is up to date ({state.short_id})"
         )
 
+    def syntax_error(self, data: bytes, name: str) -> str | None:
+        """Python's own parser."""
+        import ast
+
+        try:
+            ast.parse(data, filename=name)
+        except SyntaxError as exc:
+            where = f"{name}:{exc.lineno}" + (f":{exc.offset}" if exc.offset else "")
+            code = f"\n    {exc.text.rstrip()}" if exc.text else ""
+            return f"SyntaxError at {where}: {exc.msg}{code}"
+        except (ValueError, RecursionError, MemoryError) as exc:
+            return f"{name}: {exc}"
+        return None
+
+    def same_code(self, before: bytes, after: bytes, name: str) -> bool:
+        """Both compile to the same code objects (same_code.py)."""
+        from sandbox.ecosystems.python.same_code import same_code
+
+        return same_code(before, after, name=name)
+
     def check_image(
         self, client: docker.DockerClient | None, image: str, *, plan: SetupPlan | None
     ) -> dict[str, Any]:
