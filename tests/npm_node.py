@@ -1,6 +1,6 @@
 """Node, npm and corepack for tests, as the npm registry publishes them, served on loopback.
 
-`scripts/bootstrap.sh` (the install step, the one that may reach the internet) runs
+`scripts/bootstrap.sh --tests` (the install step, the one that may reach the internet) runs
 `python3 tests/npm_node.py fetch`: the packuments of PACKAGES trimmed to the one version each,
 and their tarballs (integrity checked), into tests/.npm-node/ (gitignored). A test then serves
 that folder as an npm registry on 127.0.0.1 (`serve_npm_node`, or the `npm_node_registry`
@@ -39,7 +39,7 @@ def present(folder: Path = FOLDER) -> bool:
 
 
 def fetch(folder: Path = FOLDER, registry: str = PUBLIC) -> None:
-    """Download PACKAGES from `registry` into `folder` (run by scripts/bootstrap.sh)."""
+    """Download PACKAGES from `registry` into `folder` (run by scripts/test-fixtures.sh)."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, version in PACKAGES.items():
         request = urllib.request.Request(
@@ -125,7 +125,7 @@ def _packument(folder: Path, name: str, url: str) -> bytes | None:
 def npm_node_registry() -> Iterator[LoopbackRegistry]:
     """The registry of tests/.npm-node/ on loopback; fails (not skips) when it was not fetched."""
     if not present():
-        pytest.fail("tests/.npm-node/ is missing: run scripts/bootstrap.sh (it fetches it)")
+        pytest.fail("tests/.npm-node/ is missing: run scripts/bootstrap.sh --tests (it fetches it)")
     with serve_npm_node() as served:
         yield served
 

@@ -1,7 +1,7 @@
 """A real npm registry for tests: verdaccio, with no uplink, serving tests/.npm-storage from a
 container of the Node image on a network the test names.
 
-`scripts/bootstrap.sh` (the install step, the one that may reach the internet) installs
+`scripts/bootstrap.sh --tests` (the install step, the one that may reach the internet) installs
 verdaccio into tests/.verdaccio and fills its storage with tests/npm-packages.txt (is-number,
 mocha, vitest, jest, and the newest yarn 1, pnpm 10 and Yarn Berry 4 releases, which corepack
 fetches; `stored_version(name)` says which) and their dependencies. Here verdaccio serves that
@@ -142,7 +142,7 @@ def storage_ready() -> None:
         or not (STORAGE / ".fetched").is_file()
     ):
         pytest.fail(
-            "tests/.verdaccio or tests/.npm-storage is missing: run scripts/bootstrap.sh "
+            "tests/.verdaccio or tests/.npm-storage is missing: run scripts/bootstrap.sh --tests "
             "(scripts/npm-storage.sh fetches them)"
         )
 

@@ -102,8 +102,8 @@ def build_wheel(
 
 
 #: Real wheels from PyPI (build back-ends: setuptools, setuptools-scm, hatchling, hatch-vcs),
-#: fetched by scripts/bootstrap.sh from tests/index-wheels.txt, for tests that build projects
-#: the way their maintainers do; the index serves them beside the hand-built ones.
+#: fetched by `scripts/bootstrap.sh --tests` from tests/index-wheels.txt, for tests that build
+#: projects the way their maintainers do; the index serves them beside the hand-built ones.
 REAL_WHEELS = Path(__file__).parent / ".wheels"
 
 
@@ -116,7 +116,7 @@ def real_wheels() -> list[Path]:
     if missing:
         raise RuntimeError(
             f"real wheels missing from {REAL_WHEELS}: {', '.join(missing)}; "
-            "run scripts/bootstrap.sh (it downloads tests/index-wheels.txt)"
+            "run scripts/bootstrap.sh --tests (it downloads tests/index-wheels.txt)"
         )
     return found
 

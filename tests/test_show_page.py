@@ -36,7 +36,7 @@ HOSTILE_TEST = (
 def browser(page: Path, profile: Path, *, screenshot: Path | None = None) -> str:
     """The DOM of `page` after a real headless chromium loaded it (and its screenshot)."""
     if CHROMIUM is None:
-        pytest.fail("chromium is not installed: run scripts/bootstrap.sh (it installs it)")
+        pytest.fail("chromium is not installed: run scripts/bootstrap.sh --tests (it installs it)")
     base = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             f"--user-data-dir={profile}", "--hide-scrollbars", "--window-size=1100,1500",
