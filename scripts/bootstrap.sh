@@ -54,6 +54,18 @@ if $tests; then
     scripts/test-fixtures.sh
 fi
 
+# The first command's model, fetched while the image builds (a download against a CPU-bound
+# build: about 60 s of the first `worker fix` overlapped). Not for --tests, whose tests serve
+# their own; WORKER_BOOTSTRAP_NO_MODEL=1 skips it (a hosted model needs none).
+model_pid=
+if ! $tests && [ -z "${WORKER_BOOTSTRAP_NO_MODEL:-}" ]; then
+    say "fetching the bundled model meanwhile (worker model pull, log: /tmp/worker-model-pull.log)"
+    worker model pull >/tmp/worker-model-pull.log 2>&1 &
+    model_pid=$!
+fi
 say "building the sandbox image (offline if no registry is reachable)"
 worker sandbox build
+if [ -n "$model_pid" ] && ! wait "$model_pid"; then
+    say "worker model pull failed (/tmp/worker-model-pull.log): worker fix fetches it when run"
+fi
 say "ready"
