@@ -17,7 +17,7 @@ from worker.cli.loop_flags import (
 )
 from worker.errors import UsageError
 from worker.evaluate.batch import EvalBatch
-from worker.evaluate.books import BatchResult, Books, EvalBudget, EvalSettings, FixSettings
+from worker.evaluate.books import Books, EvalBudget, EvalSettings, FixSettings
 from worker.evaluate.cluster import ClusterEval, ClusterSettings, import_ray
 from worker.evaluate.results import write_results
 from worker.evaluate.tasks import load_tasks
@@ -92,11 +92,7 @@ def run_eval(args: argparse.Namespace) -> int:
             max_seconds=args.max_total_time,
         ),
     )
-
-    def publish(result: BatchResult) -> None:
-        write_results(out, tasks, result)
-
-    books = Books(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
+    books = Books(tasks=tasks, settings=settings, say=_say)  # it writes the results as they come
     batch: EvalBatch | ClusterEval
     if args.ray is not None:
         cluster = ClusterSettings(
