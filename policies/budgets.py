@@ -105,6 +105,14 @@ class Budgets:
             value = getattr(self, budget.name)
             _positive(budget.name, value, optional=budget.default is None)
 
+    def time_left(self, elapsed_s: float) -> float | None:
+        """Seconds left of `max_wall_s` after `elapsed_s`; None: no time budget.
+
+        >>> Budgets(max_wall_s=60.0).time_left(45.0), Budgets().time_left(45.0)
+        (15.0, None)
+        """
+        return None if self.max_wall_s is None else self.max_wall_s - elapsed_s
+
 
 def answer_cap(budgets: Budgets, *, bundled: bool) -> int:
     """The cap on one answer's tokens: the configured one, else the default for the model.
