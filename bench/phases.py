@@ -31,7 +31,6 @@ PHASES: dict[str, tuple[str, ...]] = {
     "worker.cli.main": ("main",),
     "worker.cli.fix": ("run_fix", "_finish"),
     "worker.cli.fix_request": ("make_request",),
-    "worker.cli.reported_run": ("run_reported",),
     "worker.record.header": ("tree_hash",),
     "worker.run.fix": (
         "FixRun.run",

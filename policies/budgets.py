@@ -1,9 +1,17 @@
 """Budgets of one run (steps, tokens, cost, wall clock), checked before each model call, and
-the cap on one answer's length, sent with each call."""
+the cap on one answer's length, sent with each call.
+
+Each budget is declared once, in BUDGETS: its config key (in `[budgets]`), type, the flag of
+`worker fix` that sets it (if any) and its help, its default and each preset's value. The
+config schema (policies/config.py), the presets, the flags (worker/cli/loop_flags.py) and the
+dataclass's defaults are derived from that table.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from policies.errors import ConfigError
 
@@ -13,6 +21,55 @@ def _positive(name: str, value: object, *, optional: bool) -> None:
         return
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """One budget: a positive count (`kind` int) or amount (float); `default` None: no cap."""
+
+    name: str  # its config key, in [budgets]
+    kind: type[int] | type[float]
+    default: int | float | None = None  # with no preset (`Budgets()`)
+    presets: Mapping[str, int | float] = field(default_factory=dict)  # over `default`
+    flag: str | None = None  # the `worker fix` flag that sets it; None: config only
+    help: str | None = None  # the flag's help
+    unit: str | None = None  # said after "per task" in `worker eval`'s help
+
+    def preset(self, name: str) -> int | float | None:
+        """Its value in the preset `name` (policies/config.preset_values)."""
+        return self.presets.get(name, self.default)
+
+    def schema(self) -> dict[str, Any]:
+        """Its JSON Schema in the config file: a positive integer or number."""
+        return {"type": "integer" if self.kind is int else "number", "exclusiveMinimum": 0}
+
+
+BUDGETS: tuple[Budget, ...] = (
+    Budget(name="max_steps", kind=int, default=30, presets={"strict": 15}, flag="--max-steps"),
+    Budget(
+        name="max_tokens",
+        kind=int,
+        presets={"strict": 300_000, "ci": 1_000_000},
+        flag="--max-tokens",
+    ),
+    Budget(name="max_completion_tokens", kind=int),  # see Budgets' docstring
+    Budget(name="max_cost_usd", kind=float, flag="--max-cost", help="USD", unit="USD"),
+    Budget(
+        name="max_wall_s",
+        kind=float,
+        # Unattended (ci): every clock bounded.
+        presets={"default": 1800.0, "strict": 600.0, "ci": 1200.0},
+        flag="--timeout",
+        help="wall-clock seconds for the run",
+        unit="seconds",
+    ),
+)
+BUDGET = {b.name: b for b in BUDGETS}
+
+
+def _default(name: str) -> Any:
+    """A `Budgets` field's default, from the table."""
+    return BUDGET[name].default
 
 
 ANSWER_TOKENS = 1536  # one answer's cap, by default
@@ -37,18 +94,24 @@ class Budgets:
     ValueError: max_steps must be a positive number, got 0
     """
 
-    max_steps: int = 30
-    max_tokens: int | None = None
-    max_cost_usd: float | None = None
-    max_wall_s: float | None = None
-    max_completion_tokens: int | None = None
+    max_steps: int = _default("max_steps")
+    max_tokens: int | None = _default("max_tokens")
+    max_cost_usd: float | None = _default("max_cost_usd")
+    max_wall_s: float | None = _default("max_wall_s")
+    max_completion_tokens: int | None = _default("max_completion_tokens")
 
     def __post_init__(self) -> None:
-        _positive("max_steps", self.max_steps, optional=False)
-        _positive("max_tokens", self.max_tokens, optional=True)
-        _positive("max_cost_usd", self.max_cost_usd, optional=True)
-        _positive("max_wall_s", self.max_wall_s, optional=True)
-        _positive("max_completion_tokens", self.max_completion_tokens, optional=True)
+        for budget in BUDGETS:
+            value = getattr(self, budget.name)
+            _positive(budget.name, value, optional=budget.default is None)
+
+    def time_left(self, elapsed_s: float) -> float | None:
+        """Seconds left of `max_wall_s` after `elapsed_s`; None: no time budget.
+
+        >>> Budgets(max_wall_s=60.0).time_left(45.0), Budgets().time_left(45.0)
+        (15.0, None)
+        """
+        return None if self.max_wall_s is None else self.max_wall_s - elapsed_s
 
 
 def answer_cap(budgets: Budgets, *, bundled: bool) -> int:

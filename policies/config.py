@@ -35,7 +35,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-from policies.budgets import Budgets
+from policies.budgets import BUDGETS, Budgets
 from policies.errors import ConfigError
 from policies.isolation import PLACEMENTS, Isolation, Placement
 from policies.limits import Limits
@@ -75,7 +75,7 @@ def preset_values(name: str) -> dict[str, Any]:
         limits |= dict(command_timeout_s=300.0, total_timeout_s=1800.0)
         return {
             "limits": limits,
-            "budgets": {"max_steps": 30, "max_wall_s": 1800.0},
+            "budgets": _budgets(name),
             "output": {"max_bytes": 16_000, "max_lines": 400},
         }
     if name == "strict":
@@ -83,19 +83,26 @@ def preset_values(name: str) -> dict[str, Any]:
         limits |= dict(command_timeout_s=120.0, total_timeout_s=600.0)
         return {
             "limits": limits,
-            "budgets": {"max_steps": 15, "max_tokens": 300_000, "max_wall_s": 600.0},
+            "budgets": _budgets(name),
             "output": {"max_bytes": 8_000, "max_lines": 200},
         }
     if name == "ci":
-        # Unattended: every clock bounded; no cost cap, since a cap needs a known price.
+        # Unattended: every clock bounded (policies/budgets.BUDGETS too); no cost cap, since a
+        # cap needs a known price.
         limits = dict(cpus=2.0, memory_mb=2048, pids=256, tmp_mb=256)
         limits |= dict(command_timeout_s=300.0, total_timeout_s=1200.0)
         return {
             "limits": limits,
-            "budgets": {"max_steps": 30, "max_tokens": 1_000_000, "max_wall_s": 1200.0},
+            "budgets": _budgets(name),
             "output": {"max_bytes": 16_000, "max_lines": 400},
         }
     raise ConfigError(f"unknown preset {name!r}; presets are: {', '.join(PRESETS)}")
+
+
+def _budgets(preset: str) -> dict[str, int | float]:
+    """The preset's budgets, from policies/budgets.BUDGETS (those it leaves unset: no cap)."""
+    values = {b.name: b.preset(preset) for b in BUDGETS}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def config_schema(search: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
@@ -129,10 +136,7 @@ def config_schema(search: Mapping[str, Mapping[str, Any]] | None = None) -> dict
                 {k: pos_num for k in ("cpus", "command_timeout_s", "total_timeout_s")}
                 | {k: pos_int for k in ("memory_mb", "pids", "tmp_mb", "workspace_mb")}
             ),
-            "budgets": table(
-                {"max_steps": pos_int, "max_tokens": pos_int, "max_completion_tokens": pos_int}
-                | {"max_cost_usd": pos_num, "max_wall_s": pos_num}
-            ),
+            "budgets": table({b.name: b.schema() for b in BUDGETS}),
             "paths": table(
                 {k: globs for k in ("read_allow", "read_deny", "write_allow", "write_deny")}
                 | {"allow_edit_tests": {"type": "boolean"}}

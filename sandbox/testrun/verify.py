@@ -1,11 +1,14 @@
 """The clean re-check's sandbox: the original snapshot plus the patch, in a fresh container (the
-loop's `verify`, worker/loop/verify.py, and the eval's `recheck` run their tests here)."""
+loop's `verify`, worker/loop/verify.py, and the eval's `recheck` run their tests here), and the
+bookkeeping of a run's re-checks (`CleanChecks`: prepared in advance, started ahead, spent)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.container.base import SandboxBase
@@ -152,6 +155,111 @@ class CleanCheck:
         finally:
             if self._scratch is not None:
                 remove_dir(self._scratch)
+
+
+class CleanChecks:
+    """The clean re-checks of one run: the first one's sandbox prepared in advance (`with`), one
+    started ahead beside the working copy's run of the same tree, the last one used.
+
+    When the working copy's run says fixed, `run(patch)` has the re-check started ahead for
+    that very patch after one wait, not two (the two runs share the cores). One not used is
+    cancelled at the next start or at exit; only the first re-check's sandbox is prepared in
+    advance, later ones start with their edit (a second clean re-check is rare, and a spare
+    container at exit costs its removal). The last check used is closed (its removal waited
+    for, its copy removed) at the next re-check or at exit, not on the answer's path.
+    """
+
+    def __init__(self, *, new: Callable[[], CleanCheck]) -> None:
+        self._new = new
+        self._ready: CleanCheck | None = None
+        self._ahead: _Ahead | None = None
+        self._spent: CleanCheck | None = None
+
+    def __enter__(self) -> CleanChecks:
+        self._ready = self._new()
+        self._ready.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        ahead, self._ahead = self._ahead, None
+        ready, self._ready = self._ready, None
+        try:
+            if ahead is not None:
+                ahead.discard()
+        finally:
+            try:
+                if ready is not None:
+                    ready.close()
+            finally:
+                self._close_spent()
+
+    def start_ahead(self, patch: str, *, test_cmd: str, timeout_s: float | None) -> None:
+        """Start the clean re-check of `patch` now, on a thread."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.discard()
+        check, self._ready = self._ready or self._new(), None
+        check.start()  # here, not on the run's thread: cancel() may have to wait for it
+        self._ahead = _Ahead(patch=patch, check=check)
+        self._ahead.start(test_cmd=test_cmd, timeout_s=timeout_s)
+
+    def run(self, patch: str, *, test_cmd: str, timeout_s: float | None) -> TestRun:
+        """The clean re-check's run of `patch`: the one started ahead for this very patch, else
+        one prepared in advance, else a cold one."""
+        self._close_spent()
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            if ahead.patch == patch:
+                self._spent = ahead.check
+                return ahead.result()
+            ahead.discard()
+        check, self._ready = self._ready or self._new(), None
+        self._spent = check
+        return check.verify(patch, test_cmd=test_cmd, timeout_s=timeout_s)
+
+    def _close_spent(self) -> None:
+        spent, self._spent = self._spent, None
+        if spent is not None:
+            spent.close()
+
+
+@dataclass(kw_only=True)
+class _Ahead:
+    """One clean re-check of `patch`, run on a thread; its check is closed when it is dropped,
+    and by the caller after it is used."""
+
+    patch: str
+    check: CleanCheck
+    _thread: threading.Thread | None = None
+    _run: TestRun | None = None
+    _error: BaseException | None = field(default=None, repr=False)
+
+    def start(self, *, test_cmd: str, timeout_s: float | None) -> None:
+        def verify() -> None:
+            try:
+                self._run = self.check.verify(self.patch, test_cmd=test_cmd, timeout_s=timeout_s)
+            except BaseException as exc:  # noqa: BLE001 - raised again by result(), if used
+                self._error = exc
+
+        self._thread = threading.Thread(target=verify, name="verify-ahead", daemon=True)
+        self._thread.start()
+
+    def result(self) -> TestRun:
+        """The re-run's outcome (its error raised here); closing its check is the caller's."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._run is not None
+        return self._run
+
+    def discard(self) -> None:
+        """Not used: its container goes at once (a run still under way, as when Ctrl-C ends
+        the working copy's, is not waited for), then its check is closed."""
+        with self.check:
+            self.check.cancel()
+            if self._thread is not None:
+                self._thread.join()
 
 
 def verify_patch(

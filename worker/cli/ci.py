@@ -8,6 +8,7 @@ the summary to $GITHUB_STEP_SUMMARY and the step outputs to $GITHUB_OUTPUT when 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -25,7 +26,6 @@ from worker.cli.fix_request import make_request
 from worker.cli.progress import ProgressPrinter
 from worker.cli.reported_run import new_report, run_reported
 from worker.errors import UsageError
-from worker.loop.trace import Trace
 from worker.record.folder import RunFolder
 from worker.record.report import RunReport
 from worker.run.fix import FixRequest
@@ -85,30 +85,25 @@ def run_ci(
     show = ProgressPrinter(quiet=True, secrets=request.secrets)
     report = new_report(request)
 
-    def run(trace: Trace) -> str:
+    finish = functools.partial(_finish, report, request, show, started, args)
+    ordinary = (EXIT_NOT_FIXED, EXIT_FLAKY_ONLY, EXIT_UNVERIFIED)
+    with run_reported(request, report, finish, ordinary=ordinary, argv=argv) as ending:
         fix = VerifiedFixRun(
             request=request,
             report=report,
-            trace=trace,
+            trace=ending.trace,
             progress=show,
             client=client,
         )
-        return CiRun(
+        ending.reason = CiRun(
             fix=fix,
             junit=[p.expanduser().resolve() for p in args.junit],
             reruns=args.reruns,
             allow_exit_code_only=args.allow_exit_code_only,
             base_branch=args.base_branch,
         ).run()
-
-    return run_reported(
-        request,
-        report,
-        run,
-        lambda: _finish(report, request, show, started, args),
-        ordinary=(EXIT_NOT_FIXED, EXIT_FLAKY_ONLY, EXIT_UNVERIFIED),
-        argv=argv,
-    )
+    assert ending.exit_code is not None
+    return ending.exit_code
 
 
 def _finish(

@@ -9,10 +9,15 @@ from pathlib import Path
 
 from sandbox.container.client import connect
 from worker.cli.exit_codes import EXIT_FIXED, EXIT_NOT_FIXED
-from worker.cli.loop_flags import LOOP_FLAGS, add_loop_arguments
+from worker.cli.loop_flags import (
+    BUDGET_FLAGS,
+    LOOP_FLAGS,
+    add_budget_arguments,
+    add_loop_arguments,
+)
 from worker.errors import UsageError
 from worker.evaluate.batch import EvalBatch
-from worker.evaluate.books import BatchResult, Books, EvalBudget, EvalSettings, FixSettings
+from worker.evaluate.books import Books, EvalBudget, EvalSettings, FixSettings
 from worker.evaluate.cluster import ClusterEval, ClusterSettings, import_ray
 from worker.evaluate.results import write_results
 from worker.evaluate.tasks import load_tasks
@@ -21,11 +26,7 @@ from worker.evaluate.tasks import load_tasks
 FIX_FLAGS: tuple[str, ...] = (
     "--model",
     "--base-url",
-    "--max-steps",
-    "--max-tokens",
-    "--max-cost",
-    "--timeout",
-    "--test-timeout",
+    *BUDGET_FLAGS,
     "--image",
     "--policy",
     *LOOP_FLAGS,
@@ -39,11 +40,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redo", action="store_true", help="run tasks again that are done")
     p.add_argument("--model", default=None, help="model name ('local' = bundled), as for fix")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible URL, as for fix")
-    p.add_argument("--max-steps", type=int, default=None, help="per task")
-    p.add_argument("--max-tokens", type=int, default=None, help="per task")
-    p.add_argument("--max-cost", type=float, default=None, help="per task, USD")
-    p.add_argument("--timeout", type=float, default=None, help="per task, seconds")
-    p.add_argument("--test-timeout", type=float, default=None, help="seconds per test run")
+    add_budget_arguments(p, per_task=True)
     p.add_argument("--image", default=None, help="sandbox image")
     p.add_argument("--policy", default=None, help="preset: default, strict or ci")
     add_loop_arguments(p)
@@ -95,11 +92,7 @@ def run_eval(args: argparse.Namespace) -> int:
             max_seconds=args.max_total_time,
         ),
     )
-
-    def publish(result: BatchResult) -> None:
-        write_results(out, tasks, result)
-
-    books = Books(tasks=tasks, settings=settings, say=_say, on_outcome=publish)
+    books = Books(tasks=tasks, settings=settings, say=_say)  # it writes the results as they come
     batch: EvalBatch | ClusterEval
     if args.ray is not None:
         cluster = ClusterSettings(

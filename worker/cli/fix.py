@@ -5,6 +5,7 @@ the request they make in `fix_request.py`, the report of every ending in `report
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -34,20 +35,13 @@ def run_fix(
     show = ProgressPrinter(quiet=args.quiet or args.json, secrets=request.secrets)
     report = new_report(request)
     report.durations["startup"] = _since_process_start()
-    return run_reported(
-        request,
-        report,
-        lambda trace: FixRun(
-            request=request,
-            report=report,
-            trace=trace,
-            progress=show,
-            client=client,
-        ).run(),
-        lambda: _finish(report, request, show, started, args),
-        ordinary=(EXIT_NOT_FIXED,),
-        argv=argv,
-    )
+    finish = functools.partial(_finish, report, request, show, started, args)
+    with run_reported(request, report, finish, ordinary=(EXIT_NOT_FIXED,), argv=argv) as ending:
+        ending.reason = FixRun(
+            request=request, report=report, trace=ending.trace, progress=show, client=client
+        ).run()
+    assert ending.exit_code is not None
+    return ending.exit_code
 
 
 def _since_process_start() -> float:

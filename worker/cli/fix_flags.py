@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from worker.cli.loop_flags import add_loop_arguments
+from worker.cli.loop_flags import add_budget_arguments, add_loop_arguments
 from worker.cli.setup_flags import add_setup_arguments
 
 
@@ -18,11 +18,7 @@ def add_fix_arguments(p: argparse.ArgumentParser, *, deliver: bool = True) -> No
     p.add_argument("--base-url", default=None, help="OpenAI-compatible URL (or OPENAI_BASE_URL)")
     p.add_argument("--test-cmd", default=None, help="test command (detected when absent)")
     add_setup_arguments(p)
-    p.add_argument("--max-steps", type=int, default=None)
-    p.add_argument("--max-tokens", type=int, default=None)
-    p.add_argument("--max-cost", type=float, default=None, help="USD")
-    p.add_argument("--timeout", type=float, default=None, help="wall-clock seconds for the run")
-    p.add_argument("--test-timeout", type=float, default=None, help="seconds per test run")
+    add_budget_arguments(p)
     p.add_argument("--out", type=Path, default=None, help="where fix.patch, report.json go")
     if deliver:
         where = p.add_mutually_exclusive_group()

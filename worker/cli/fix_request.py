@@ -14,7 +14,7 @@ from policies.config import WorkerConfig, load_config
 from policies.secrets import run_secrets
 from sandbox.home import worker_home
 from sandbox.worktree.workspace import remove_dir
-from worker.cli.loop_flags import search_overrides
+from worker.cli.loop_flags import budget_overrides, search_overrides
 from worker.cli.setup_flags import setup_overrides
 from worker.errors import UsageError
 from worker.llm import pricing
@@ -40,10 +40,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             "test_cmd": args.test_cmd,
             **setup_overrides(args),
             "image": args.image,
-            "max_steps": args.max_steps,
-            "max_tokens": args.max_tokens,
-            "max_cost_usd": args.max_cost,
-            "max_wall_s": args.timeout,
+            **budget_overrides(args),
             "tool_mode": args.tool_mode,
             "edit_tools": args.edit_tools,
             **search_overrides(args),

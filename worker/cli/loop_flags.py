@@ -5,10 +5,36 @@ from __future__ import annotations
 
 import argparse
 
+from policies.budgets import BUDGETS
 from worker.search.settings import SETTINGS, Setting
 
 # The flags `add_loop_arguments` adds, as `worker eval` passes them on.
 LOOP_FLAGS: tuple[str, ...] = ("--tool-mode", "--edit-tools", *(s.flag for s in SETTINGS))
+# The flags `add_budget_arguments` adds, as `worker eval` passes them on.
+TEST_TIMEOUT = "--test-timeout"
+BUDGET_FLAGS: tuple[str, ...] = (*(b.flag for b in BUDGETS if b.flag), TEST_TIMEOUT)
+
+
+def add_budget_arguments(p: argparse.ArgumentParser, *, per_task: bool = False) -> None:
+    """One run's budgets (policies/budgets.BUDGETS: one flag each) and its time per test run;
+    `per_task`: as `worker eval` says them, for each task's `worker fix`."""
+    for budget in BUDGETS:
+        if budget.flag is None:
+            continue
+        said = budget.help
+        if per_task:
+            said = "per task" + (f", {budget.unit}" if budget.unit else "")
+        p.add_argument(budget.flag, type=budget.kind, default=None, help=said)
+    p.add_argument(TEST_TIMEOUT, type=float, default=None, help="seconds per test run")
+
+
+def budget_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The budgets' flags as config overrides (None: not given)."""
+    return {b.name: getattr(args, _dest(b.flag)) for b in BUDGETS if b.flag}
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
 
 def add_loop_arguments(p: argparse.ArgumentParser) -> None:

@@ -3,8 +3,10 @@ path (Ctrl-C included)."""
 
 from __future__ import annotations
 
+import contextlib
 import traceback
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from worker.cli.exit_codes import EXIT_FIXED, EXPECTED, exit_code_for
@@ -28,28 +30,41 @@ def new_report(request: FixRequest) -> RunReport:
     )
 
 
+@dataclass
+class Ending:
+    """What the block of `run_reported` says and gets: the trace to write to, the reason of a
+    good ending (set by the block), the exit code (set when the block is over)."""
+
+    trace: Trace
+    reason: str = ""
+    exit_code: int | None = None
+
+
+@contextlib.contextmanager
 def run_reported(
     request: FixRequest,
     report: RunReport,
-    run: Callable[[Trace], str],
     finish: Callable[[], int],
     *,
     ordinary: Container[int],
     argv: Sequence[str] = (),
-) -> int:
-    """Run `run` (it returns the reason of a good ending) and report every ending: the exit
-    code and reason, the traceback of a bug of ours kept in the out folder, `finish` (write and
-    say). An expected ending whose code is `ordinary` returns it; any other is raised again,
-    for the command line to say in one line. The trace starts with what `worker replay` needs:
-    the command line (`argv`), the tree's hash, the endpoint's kind."""
+) -> Iterator[Ending]:
+    """Run the block (it sets `ending.reason` on a good ending) and report every ending: the
+    exit code and reason, the traceback of a bug of ours kept in the out folder, `finish`
+    (write and say). An expected ending whose code is `ordinary` ends the block quietly, its
+    code in `ending.exit_code`; any other is raised again, for the command line to say in one
+    line. The trace starts with what `worker replay` needs: the command line (`argv`), the
+    tree's hash, the endpoint's kind."""
+    ending: Ending | None = None
     try:
         with Trace(path=RunFolder(request.out).trace_path, secrets=request.secrets) as trace:
             trace.event("run", **run_header(
                 argv=argv, repo=request.repo, out=request.out, model=request.endpoint.model,
                 local=request.endpoint.local, backend=request.backend,
             ).to_dict())  # fmt: skip
-            reason = run(trace)
-        report.finish(EXIT_FIXED, reason)
+            ending = Ending(trace=trace)
+            yield ending
+        report.finish(EXIT_FIXED, ending.reason)
     except BaseException as exc:  # noqa: BLE001 - every ending is reported, then re-raised
         known = known_error(exc, out=request.out)
         report.finish(exit_code_for(known), reason_of(known))
@@ -59,12 +74,14 @@ def run_reported(
             keep.write_text(traceback.format_exc(), encoding="utf-8")
             report.reason = f"internal error: {report.reason} (traceback in {keep})"
         _finish_or_say(finish, request.out)
-        if report.exit_code in ordinary and isinstance(known, EXPECTED):
-            return report.exit_code  # an ordinary ending (budget, stuck...): said above
+        if ending is not None and report.exit_code in ordinary and isinstance(known, EXPECTED):
+            ending.exit_code = report.exit_code  # an ordinary ending (budget, stuck...): said
+            return
         if known is not exc:
             raise known from exc
         raise
-    return _finish_or_say(finish, request.out)
+    assert ending is not None
+    ending.exit_code = _finish_or_say(finish, request.out)
 
 
 def reason_of(exc: BaseException) -> str:

@@ -8,9 +8,9 @@ import threading
 import time
 
 from sandbox.worktree.workspace import remove_dir
-from worker.evaluate.books import BatchResult, Books, describe_outcome
+from worker.evaluate.books import Books, describe_outcome
 from worker.evaluate.fix_run import FixProcesses
-from worker.evaluate.outcome import outcome_from_report
+from worker.evaluate.outcome import BatchResult, outcome_from_report
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask, materialize
 

@@ -20,7 +20,8 @@ from types import TracebackType
 from typing import Any
 
 from worker.evaluate.ledger import Ledger, LedgerState, new_attempt_id, new_eval_id
-from worker.evaluate.outcome import TaskOutcome, read_outcome
+from worker.evaluate.outcome import BatchResult, TaskOutcome, read_outcome
+from worker.evaluate.results import write_results
 from worker.evaluate.tasks import EvalTask
 
 #: The attempt a `result.json` of a pre-ledger local run is recorded under when taken in.
@@ -76,16 +77,6 @@ class EvalSettings:
         return self.out / "tasks" / task_id
 
 
-@dataclass(kw_only=True)
-class BatchResult:
-    """Every task's outcome (None: not run), and why the batch stopped early, if it did."""
-
-    outcomes: dict[str, TaskOutcome | None]
-    stopped: str | None = None
-    ran: int = 0
-    notes: list[str] = field(default_factory=list)  # lines for results.md (a cluster's story)
-
-
 class Books:
     """The books of one eval over one --out, open for the length of a scheduler's `run()`
     (`with`); a second driver on the same --out, local or cluster, is refused. Thread-safe."""
@@ -96,12 +87,10 @@ class Books:
         tasks: Sequence[EvalTask],
         settings: EvalSettings,
         say: Callable[[str], None],
-        on_outcome: Callable[[BatchResult], None] = lambda _result: None,
     ) -> None:
         self._tasks = list(tasks)
         self._settings = settings
         self._say = say
-        self._on_outcome = on_outcome
         self._lock = threading.RLock()
         self._ledger = Ledger(out=settings.out)
         self._numbers: dict[str, int] = {}
@@ -255,12 +244,12 @@ class Books:
     def publish(self) -> None:
         """The results files written again from what is known now."""
         with self._lock:
-            self._on_outcome(self.result)
+            write_results(self._settings.out, self._tasks, self.result)
 
     def _count(self, outcome: TaskOutcome) -> None:
         self.result.outcomes[outcome.id] = outcome
         self.result.ran += 1
-        self._on_outcome(self.result)
+        write_results(self._settings.out, self._tasks, self.result)
 
     def _append_result(self, task_id: str, attempt: str, outcome: TaskOutcome) -> None:
         self._ledger.append(

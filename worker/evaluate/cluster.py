@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from worker.errors import UsageError
 from worker.evaluate import on_node
-from worker.evaluate.books import BatchResult, Books
+from worker.evaluate.books import Books
 from worker.evaluate.cluster_nodes import Node, NodeTable
 from worker.evaluate.node_model import NodeModel
-from worker.evaluate.outcome import TaskOutcome, outcome_from_report
+from worker.evaluate.outcome import BatchResult, TaskOutcome, outcome_from_report
 from worker.evaluate.tasks import EvalTask, materialize
 from worker.evaluate.wire import (
     FixAnswer,
@@ -35,6 +35,8 @@ from worker.evaluate.wire import (
     NodeCheck,
     RecheckAnswer,
     SweepAnswer,
+    pack_tree,
+    unpack_tree,
 )
 
 #: Seconds without any node able to run a sandbox before the eval gives up waiting for one.
@@ -135,7 +137,7 @@ class ClusterEval:
         for task_id in self._todo:  # every tree travels as data, packed before any task starts
             task = self._tasks[task_id]
             repo = materialize(task, into=self._settings.out / "repos" / task.id)
-            self._trees[task_id] = self._ray_put(on_node.pack_tree(repo))
+            self._trees[task_id] = self._ray_put(pack_tree(repo))
         packed = f"packed {len(self._trees)} task trees into the object store"
         self._say(f"eval {self._books.eval_id}: {packed}")
 
@@ -335,7 +337,7 @@ class ClusterEval:
         where = self._attempt_dir(task.id, pending.attempt)
         began = time.monotonic()
         if answer.fix:
-            on_node.unpack_tree(answer.fix, where / "fix")
+            unpack_tree(answer.fix, where / "fix")
         pending.phases["fix"]["driver_unpack"] = round(time.monotonic() - began, 3)
         pending.phases["fix"]["answered"] = time.time()
         where.mkdir(parents=True, exist_ok=True)
@@ -353,7 +355,7 @@ class ClusterEval:
         assert task is not None and outcome is not None
         where = self._attempt_dir(task.id, pending.attempt)
         if answer.logs:
-            on_node.unpack_tree(answer.logs, where / "recheck")
+            unpack_tree(answer.logs, where / "recheck")
         outcome.resolved = answer.verdict.resolved
         outcome.recheck = answer.verdict.to_dict()
         outcome.recheck_seconds = answer.seconds

@@ -14,11 +14,9 @@ by them.
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import os
 import socket
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +32,15 @@ from worker.evaluate.books import FixSettings
 from worker.evaluate.fix_run import FixProcesses
 from worker.evaluate.recheck import recheck
 from worker.evaluate.tasks import EvalTask
-from worker.evaluate.wire import FixAnswer, ModelStarted, NodeCheck, RecheckAnswer, SweepAnswer
+from worker.evaluate.wire import (
+    FixAnswer,
+    ModelStarted,
+    NodeCheck,
+    RecheckAnswer,
+    SweepAnswer,
+    pack_tree,
+    unpack_tree,
+)
 from worker.record.folder import RunFolder
 from worker.record.report import RunReport
 
@@ -44,22 +50,6 @@ NODE_FAULTS = (
     "the Docker daemon stopped answering",
     "Docker is not available",
 )
-
-
-def pack_tree(path: Path) -> bytes:
-    """A folder as gzipped tar bytes (symlinks kept as links, never followed)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
-        tar.add(str(path), arcname=".")
-    return buffer.getvalue()
-
-
-def unpack_tree(data: bytes, into: Path) -> Path:
-    """Tar bytes into `into` (made); members that would land outside it are refused."""
-    into.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        tar.extractall(into, filter="tar")
-    return into
 
 
 def node_name() -> str:

@@ -85,3 +85,13 @@ def outcome_from_report(task: EvalTask, out: Path, exit_code: int, seconds: floa
         seconds=round(seconds, 3),
         patch=run.patch_path.read_text(encoding="utf-8") if run.patch_path.is_file() else "",
     )
+
+
+@dataclass(kw_only=True)
+class BatchResult:
+    """Every task's outcome (None: not run), and why the batch stopped early, if it did."""
+
+    outcomes: dict[str, TaskOutcome | None]
+    stopped: str | None = None
+    ran: int = 0
+    notes: list[str] = field(default_factory=list)  # lines for results.md (a cluster's story)

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from worker.evaluate.books import BatchResult
-from worker.evaluate.outcome import TaskOutcome
+from worker.evaluate.outcome import BatchResult, TaskOutcome
 from worker.evaluate.tasks import EvalTask
 
 

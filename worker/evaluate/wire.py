@@ -1,9 +1,13 @@
 """What a cluster node's functions send back to the driver (on_node.py, node_model.py): frozen
-dataclasses, pickled by Ray as they are. The driver tells them apart by type."""
+dataclasses, pickled by Ray as they are. The driver tells them apart by type. A folder travels
+either way as tar bytes (`pack_tree`, `unpack_tree`)."""
 
 from __future__ import annotations
 
+import io
+import tarfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from worker.evaluate.recheck import Recheck
 
@@ -62,3 +66,19 @@ class ModelStopped:
     """Which server process `NodeModel.stop()` ended (None: there was none)."""
 
     pid: int | None = None
+
+
+def pack_tree(path: Path) -> bytes:
+    """A folder as gzipped tar bytes (symlinks kept as links, never followed)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+        tar.add(str(path), arcname=".")
+    return buffer.getvalue()
+
+
+def unpack_tree(data: bytes, into: Path) -> Path:
+    """Tar bytes into `into` (made); members that would land outside it are refused."""
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        tar.extractall(into, filter="tar")
+    return into

@@ -184,6 +184,11 @@ class ModelReply:
     answer: str | None = None
     logprobs: tuple[TokenChoices, ...] = ()
 
+    @property
+    def calls_complete(self) -> bool:
+        """It carries tool calls that all parsed (a cut after them does no harm)."""
+        return bool(self.tool_calls) and all(call.error is None for call in self.tool_calls)
+
     def to_dict(self) -> dict[str, Any]:
         """This reply as JSON-able data (it crosses from the model client's process)."""
         return asdict(self)

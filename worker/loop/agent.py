@@ -130,7 +130,7 @@ class Agent:
         budgets.
         """
         reply = self._ask_once(messages, settings)
-        while reply.finish_reason == "length" and not _complete_calls(reply):
+        while reply.finish_reason == "length" and not reply.calls_complete:
             self.trace.event("cut_off", step=self.usage.steps, tokens=reply.usage.completion_tokens)
             calls = reply.tool_calls
             head = (reply.content or (calls[0].raw_arguments if calls else ""))[:CUT_OFF_SHOWN]
@@ -193,17 +193,14 @@ class Agent:
 
     # -- the parts of one step -----------------------------------------------------------------
 
-    def _time_left(self) -> float | None:
-        if self.budgets.max_wall_s is None:
-            return None
-        return self.budgets.max_wall_s - (time.monotonic() - self.started_at)
-
     def _ask_once(self, messages: Conversation, settings: CallSettings) -> ModelReply:
         started = time.monotonic()
         sent = compact(messages, max_chars=self.max_context_chars)
         while True:
             try:
-                timed = replace(settings, timeout_s=self._time_left())
+                timed = replace(
+                    settings, timeout_s=self.budgets.time_left(time.monotonic() - self.started_at)
+                )
                 reply = self.model.complete(sent, self._specs, timed)
                 break
             except CallOutOfTime as exc:
@@ -315,9 +312,9 @@ class Agent:
             says_fixed(suite, self.baseline) or (fresh and says_fixed(tests, self.baseline))
         ):
             done = self._verify(patch)
-            if done is not None:
+            if isinstance(done, LoopResult):
                 return done
-            messages.append({"role": "user", "content": self._verify_failed()})
+            messages.append({"role": "user", "content": done})
         if idle and self._stuck.step_done(failing=failing(tests), diff_size=len(patch)):
             raise Stuck(f"no progress in the last {self._stuck.idle_steps} steps")
         return None
@@ -332,32 +329,21 @@ class Agent:
         text = prompts.FALSE_CLAIM.format(tests=tests.render())
         if patch.strip() and says_fixed(tests, self.baseline):
             done = self._verify(patch)
-            if done is not None:
+            if isinstance(done, LoopResult):
                 return Turn(done=done)
-            text = self._verify_failed()
+            text = done
         self._claims += 1
         if self._claims >= 2:
             raise GaveUp("the model said it was done twice while the tests still failed")
         messages.append({"role": "user", "content": text})
         return Turn()
 
-    def _verify(self, patch: str) -> LoopResult | None:
-        """Verify `patch` (worker/loop/verify.py): the fix, or None."""
+    def _verify(self, patch: str) -> LoopResult | str:
+        """Verify `patch` (worker/loop/verify.py): the fix, or what the model is told."""
         self.verification = verified = verify(
             self.env, self.trace, baseline=self.baseline, patch=patch
         )
-        if not verified.passed:
-            self.last_tests = verified.run
-            return None
-        reason = f"tests pass, verified on a clean copy ({verified.verdict.describe()})"
-        return LoopResult(reason=reason, verification=verified)
-
-    def _verify_failed(self) -> str:
-        assert self.verification is not None
-        verdict, tests = self.verification.verdict.describe(), self.verification.run.render()
-        return prompts.VERIFY_FAILED.format(verdict=verdict, tests=tests)
-
-
-def _complete_calls(reply: ModelReply) -> bool:
-    """Whether a reply carries tool calls that all parsed (a cut after them does no harm)."""
-    return bool(reply.tool_calls) and all(call.error is None for call in reply.tool_calls)
+        if verified.passed:
+            return LoopResult(reason=verified.reason, verification=verified)
+        self.last_tests = verified.run
+        return verified.told()

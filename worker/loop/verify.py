@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sandbox.testrun.run import TestRun
 from sandbox.testrun.verdict import Verdict, judge
+from worker.loop import prompts
 from worker.loop.interfaces import Environment
 from worker.loop.trace import Trace
 
@@ -30,6 +31,16 @@ class Verification:
     @property
     def passed(self) -> bool:
         return self.verdict.passed
+
+    @property
+    def reason(self) -> str:
+        """A passed one's reason, as the run's ending says it."""
+        return f"tests pass, verified on a clean copy ({self.verdict.describe()})"
+
+    def told(self) -> str:
+        """What the model is told of a failed one."""
+        tests = self.run.render()
+        return prompts.VERIFY_FAILED.format(verdict=self.verdict.describe(), tests=tests)
 
 
 def says_fixed(tests: TestRun | None, baseline: TestRun | None) -> bool:

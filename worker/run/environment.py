@@ -3,10 +3,9 @@ session."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from policies.limits import Limits
 from sandbox.prepare import Prepared
 from sandbox.session import SandboxSession
 from sandbox.testrun.run import TestRun, run_tests
-from sandbox.testrun.verify import CleanCheck
+from sandbox.testrun.verify import CleanCheck, CleanChecks
 from tools import apply_patch
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
@@ -46,13 +45,9 @@ class SandboxEnvironment:
         self._prepared = prepared
         self._limits = limits
         self._run_dir = run_dir
-        self._checks = count(1)
+        self._numbers = count(1)
         self._edited: set[str] = set()
-        self._ready: CleanCheck | None = None
-        self._ahead: _Ahead | None = None  # a clean re-check started beside the working copy's run
-        # The last clean check used: its container is going on a thread; closed (that waited
-        # for, its copy removed) at the next verification or at exit, not on the answer's path.
-        self._spent: CleanCheck | None = None
+        self._checks = CleanChecks(new=self._new_check)  # the clean re-checks of this run
         self._before_edit: dict[str, Any] = {}  # the files the last edit changed, as they were
         self._originals: dict[str, Any] = {}  # every file an edit changed, as it was at first
         self._edited_timeout_s = edited_timeout_s
@@ -60,27 +55,11 @@ class SandboxEnvironment:
 
     def __enter__(self) -> SandboxEnvironment:
         """Start preparing the first clean re-check's sandbox while the model works."""
-        self._ready = self._new_check()
-        self._ready.start()
+        self._checks.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        ahead, self._ahead = self._ahead, None
-        ready, self._ready = self._ready, None
-        try:
-            if ahead is not None:
-                ahead.discard()
-        finally:
-            try:
-                if ready is not None:
-                    ready.close()
-            finally:
-                self._close_spent()
-
-    def _close_spent(self) -> None:
-        spent, self._spent = self._spent, None
-        if spent is not None:
-            spent.close()
+        self._checks.__exit__(*exc)
 
     def tool_specs(self) -> list[ToolSpec]:
         return self._registry.specs()
@@ -150,82 +129,22 @@ class SandboxEnvironment:
 
     def verify_ahead(self, patch: str) -> None:
         """Start the clean re-check of `patch` now, beside the working copy's own run of the same
-        tree: when that run says fixed, `verify(patch)` has its answer after one wait, not two
-        (the two runs share the cores). One not used is cancelled at the next edit or at exit;
-        only the first clean re-check's sandbox is prepared in advance, later ones start with
-        their edit, beside its working run."""
-        if not patch.strip():
-            return
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            ahead.discard()
-        check, self._ready = self._ready or self._new_check(), None
-        check.start()  # here, not on the run's thread: cancel() may have to wait for it
-        self._ahead = _Ahead(patch=patch, check=check)
-        self._ahead.start(test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s)
+        tree (sandbox/testrun/verify.CleanChecks.start_ahead)."""
+        if patch.strip():
+            test_cmd, timeout_s = self._context.test_cmd, self._context.test_timeout_s
+            self._checks.start_ahead(patch, test_cmd=test_cmd, timeout_s=timeout_s)
 
     def verify(self, patch: str) -> TestRun:
-        """The clean re-check's run of `patch` (worker/loop/verify.py judges it): the one started
-        ahead for this very patch, else one prepared in advance; later ones start cold (a second
-        clean re-check is rare, and a spare container at exit costs its removal)."""
-        self._close_spent()
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            if ahead.patch == patch:
-                self._spent = ahead.check
-                return ahead.result()
-            ahead.discard()
-        check, self._ready = self._ready or self._new_check(), None
-        self._spent = check
-        return check.verify(
-            patch, test_cmd=self._context.test_cmd, timeout_s=self._context.test_timeout_s
-        )
+        """The clean re-check's run of `patch` (worker/loop/verify.py judges it)."""
+        test_cmd, timeout_s = self._context.test_cmd, self._context.test_timeout_s
+        return self._checks.run(patch, test_cmd=test_cmd, timeout_s=timeout_s)
 
     def _new_check(self) -> CleanCheck:
         return CleanCheck(
             spec=self._prepared.spec(limits=self._limits, protect=self._context.paths.protection),
             workspace=self._session.workspace,
-            work_dir=self._run_dir / f"verify-{next(self._checks)}",
+            work_dir=self._run_dir / f"verify-{next(self._numbers)}",
         )
-
-
-@dataclass(kw_only=True)
-class _Ahead:
-    """One clean re-check of `patch`, run on a thread; its check is closed when it is dropped,
-    and by the caller after it is used."""
-
-    patch: str
-    check: CleanCheck
-    _thread: threading.Thread | None = None
-    _run: TestRun | None = None
-    _error: BaseException | None = field(default=None, repr=False)
-
-    def start(self, *, test_cmd: str, timeout_s: float | None) -> None:
-        def verify() -> None:
-            try:
-                self._run = self.check.verify(self.patch, test_cmd=test_cmd, timeout_s=timeout_s)
-            except BaseException as exc:  # noqa: BLE001 - raised again by result(), if used
-                self._error = exc
-
-        self._thread = threading.Thread(target=verify, name="verify-ahead", daemon=True)
-        self._thread.start()
-
-    def result(self) -> TestRun:
-        """The re-run's outcome (its error raised here); closing its check is the caller's."""
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._run is not None
-        return self._run
-
-    def discard(self) -> None:
-        """Not used: its container goes at once (a run still under way, as when Ctrl-C ends
-        the working copy's, is not waited for), then its check is closed."""
-        with self.check:
-            self.check.cancel()
-            if self._thread is not None:
-                self._thread.join()
 
 
 def _edit_paths(tool: str, args: dict[str, Any]) -> list[str]:

@@ -24,6 +24,7 @@ from worker.loop.opening import Conversation, Moves
 from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing
 from worker.search import prompts
 from worker.search.second import worth_trying
+from worker.search.settings import defaults
 from worker.search.suspects import MAX_TEXT, Suspect, render
 
 # A top suspect's second pointed sample: the same prompt, hotter. Pointed at the bug's line of
@@ -42,6 +43,8 @@ RETRIED = 3
 # answers differed from each other in 28 of 30 (bench/lines.py); the bug's line ranked first in
 # 22 of 46 planted tasks, second in 11, third in 2 (bench/locate.py).
 HOT_RETRIES = (0, 1, 0, 2, 0, 1)
+# The settings' defaults when none is given: a hosted model's (worker/search/settings.py).
+_GIVEN = defaults(bundled=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,16 +55,16 @@ class FirstEdits:
     # first message already shows the code the failing tests reach. None: any tool.
     first_tools: tuple[str, ...] | None = None
     # With first_tools: first edits tried, each on the original tree (see the module's text).
-    edit_samples: int = 1
+    edit_samples: int = _GIVEN["edit_samples"]
     # The lines the failing tests run, most suspicious first (worker/search/suspects.py): each
     # sample after the first is pointed at one of them; without samples, the first message
     # names them.
     suspects: Sequence[Suspect] = ()
     # After samples none of which fixed: go on as a conversation, or end the run.
-    converse: bool = True
+    converse: bool = _GIVEN["converse"]
     # After a pinned sample that did not fix, up to this many of its second choices are tried
     # by the tests alone: no model call, so no tokens, and not one of `edit_samples`.
-    second_choices: int = 0
+    second_choices: int = _GIVEN["second_choices"]
 
     @property
     def samples(self) -> bool:
