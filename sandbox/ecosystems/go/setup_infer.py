@@ -59,6 +59,9 @@ _MISSING = (
      _NOT_DOWNLOADED),
     (re.compile(r"no required module provides package (\S+?)[;:]", re.M),
      "go.mod requires no module that provides the package {}"),
+    # The same, as `go test -mod=readonly` says it (the set-up's flag: nothing is added).
+    (re.compile(r"cannot find module providing package (\S+?): import lookup disabled", re.M),
+     "go.mod requires no module that provides the package {}"),
     (re.compile(r"missing go\.sum entry for module providing package (\S+)", re.M),
      "go.sum has no entry for the module providing the package {}"),
 )  # fmt: skip
