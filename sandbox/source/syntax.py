@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import tree_sitter
 
+from sandbox.source.treesitter import ParsedFile
+
 MAX_TOKENS = 200_000  # leaves compared of one file, at most; past it the edit counts as code
 
 
@@ -38,6 +40,20 @@ def code_tokens(tree: tree_sitter.Tree, data: bytes) -> list[tuple[str, bytes]] 
             if len(out) > MAX_TOKENS:
                 return None
     return out
+
+
+def syntax_error_of(parsed: ParsedFile | None, *, name: str) -> str | None:
+    """`first_error` of a parsed file; None when it parsed clean or could not be parsed."""
+    return first_error(parsed.tree, parsed.data, name=name) if parsed is not None else None
+
+
+def same_code_of(one: ParsedFile | None, two: ParsedFile | None) -> bool:
+    """Whether two parses of a file both parsed clean and differ in layout and comments
+    alone (the same `code_tokens`)."""
+    if one is None or two is None or one.root.has_error or two.root.has_error:
+        return False
+    tokens = code_tokens(one.tree, one.data)
+    return tokens is not None and tokens == code_tokens(two.tree, two.data)
 
 
 def _walk(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:

@@ -298,20 +298,15 @@ class Go:
     def syntax_error(self, data: bytes, name: str) -> str | None:
         """tree-sitter's Go grammar."""
         from sandbox.ecosystems.go.source import parse_go
-        from sandbox.source.syntax import first_error
+        from sandbox.source.syntax import syntax_error_of
 
-        parsed = parse_go(name, data)
-        return first_error(parsed.tree, data, name=name) if parsed is not None else None
+        return syntax_error_of(parse_go(name, data), name=name)
 
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         from sandbox.ecosystems.go.source import parse_go
-        from sandbox.source.syntax import code_tokens
+        from sandbox.source.syntax import same_code_of
 
-        one, two = parse_go(name, before), parse_go(name, after)
-        if one is None or two is None or one.root.has_error or two.root.has_error:
-            return False
-        tokens = code_tokens(one.tree, before)
-        return tokens is not None and tokens == code_tokens(two.tree, after)
+        return same_code_of(parse_go(name, before), parse_go(name, after))
 
     def check_image(
         self, client: docker.DockerClient | None, image: str, *, plan: SetupPlan | None

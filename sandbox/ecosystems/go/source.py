@@ -9,7 +9,6 @@ not read, one parse stops at PARSE_S. Nothing of the repository runs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,12 +17,11 @@ import tree_sitter
 import tree_sitter_go
 
 from sandbox.source.numbered import numbered
+from sandbox.source.treesitter import PARSE_S, ParsedFile, parse_tree
 
 MAX_FILE_BYTES = 512_000  # a larger file is generated code, not one to show
-PARSE_S = 1.0
 MAX_DEF_LINES = 60  # of one definition shown
 MAX_CALLS = 200  # calls read of one definition
-_CHUNK = 64 * 1024
 
 
 @lru_cache(maxsize=1)  # a pure memo: the grammar is loaded once per process
@@ -32,24 +30,8 @@ def _language() -> tree_sitter.Language:
 
 
 @dataclass(frozen=True)
-class GoSource:
-    """One parsed file: its workspace-relative path, its bytes and its syntax tree."""
-
-    path: str
-    data: bytes
-    tree: tree_sitter.Tree
-
-    @property
-    def root(self) -> tree_sitter.Node:
-        return self.tree.root_node
-
-    def text(self, node: tree_sitter.Node | None) -> str:
-        if node is None:
-            return ""
-        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
-
-    def lines(self) -> list[str]:
-        return self.data.decode("utf-8", "replace").splitlines()
+class GoSource(ParsedFile):
+    """One parsed Go file, and the names its imports bind."""
 
     def imports(self) -> dict[str, str]:
         """The names the file's imports bind -> their import paths (`c "x/calc"`: c; no name:
@@ -69,16 +51,8 @@ def parse_go(rel: str, data: bytes, *, timeout_s: float = PARSE_S) -> GoSource |
     """`data` parsed as Go; None when too large or the parse took longer than `timeout_s`."""
     if len(data) > MAX_FILE_BYTES:
         return None
-    parser = tree_sitter.Parser(_language())
-    deadline = time.monotonic() + timeout_s
-    try:
-        tree = parser.parse(
-            lambda at, _point: data[at : at + _CHUNK],
-            progress_callback=lambda _at, _errors: time.monotonic() > deadline,
-        )
-    except ValueError:  # tree-sitter's word for a parse the callback stopped
-        return None
-    return GoSource(rel, data, tree)
+    tree = parse_tree(_language(), data, timeout_s=timeout_s)
+    return GoSource(rel, data, tree) if tree is not None else None
 
 
 def walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:

@@ -10,7 +10,6 @@ Nothing of the repository runs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,9 +18,10 @@ import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
+from sandbox.source.treesitter import PARSE_S, parse_tree
+from sandbox.source.treesitter import ParsedFile as Source
+
 MAX_FILE_BYTES = 512_000  # a larger file is generated or bundled code, not a module to show
-PARSE_S = 1.0  # one file's parse, at most (tree-sitter parses about 10 MB/s here)
-_CHUNK = 64 * 1024
 
 
 @lru_cache(maxsize=4)  # a pure memo: a grammar is loaded once per process
@@ -40,40 +40,10 @@ def grammar_of(rel: str) -> str:
     return "typescript" if rel.endswith((".ts", ".mts", ".cts")) else "javascript"
 
 
-@dataclass(frozen=True)
-class Source:
-    """One parsed file: its workspace-relative path, its bytes and its syntax tree."""
-
-    path: str
-    data: bytes
-    tree: tree_sitter.Tree
-
-    @property
-    def root(self) -> tree_sitter.Node:
-        return self.tree.root_node
-
-    def text(self, node: tree_sitter.Node | None) -> str:
-        if node is None:
-            return ""
-        return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
-
-    def lines(self) -> list[str]:
-        """The file's lines, split as read_file splits them."""
-        return self.data.decode("utf-8", "replace").splitlines()
-
-
 def parse_bytes(rel: str, data: bytes, *, timeout_s: float = PARSE_S) -> Source | None:
     """`data` parsed as the file `rel`; None when the parse took longer than `timeout_s`."""
-    parser = tree_sitter.Parser(_language(grammar_of(rel)))
-    deadline = time.monotonic() + timeout_s
-    try:
-        tree = parser.parse(
-            lambda at, _point: data[at : at + _CHUNK],
-            progress_callback=lambda _at, _errors: time.monotonic() > deadline,
-        )
-    except ValueError:  # tree-sitter's word for a parse the callback stopped
-        return None
-    return Source(rel, data, tree)
+    tree = parse_tree(_language(grammar_of(rel)), data, timeout_s=timeout_s)
+    return Source(rel, data, tree) if tree is not None else None
 
 
 @dataclass(frozen=True)
