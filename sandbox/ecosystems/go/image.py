@@ -22,7 +22,6 @@ an exact release ("1.24.3": its own image, `worker-sandbox:go1.24.3`).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import posixpath
 import re
@@ -30,7 +29,7 @@ import shlex
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -38,13 +37,7 @@ from typing import IO
 import docker
 import docker.errors
 
-from sandbox.container.image import (
-    LABEL_RECIPE,
-    build_from_context,
-    ensure_image,
-    image_exists,
-    one_builder,
-)
+from sandbox.container.toolchain_image import Fetched, ensure_toolchain_image
 from sandbox.ecosystems.go.choice import go_image_name
 from sandbox.ecosystems.go.errors import WrongGo
 from sandbox.ecosystems.go.gomod import GoVersion, go_version
@@ -159,42 +152,25 @@ def ensure_go_image(
     if not re.fullmatch(r"\d+\.\d+(\.\d+)?", version):
         raise ValueError(f"not a Go line or release: {version!r}")
     name = name or go_image_name(version)
-    base = ensure_image(client, progress=progress)
-    recipe = hashlib.sha256(f"{base.id}\n{version}\n{DOCKERFILE}".encode()).hexdigest()
-    if (ready := _current(client, name, recipe, needs)) is not None:
-        return ready
-    with one_builder(name, progress):
-        if (ready := _current(client, name, recipe, needs)) is not None:
-            return ready
-        started = time.monotonic()
+
+    def fits(labels: Mapping[str, str]) -> bool:
+        inside = go_version(labels.get(LABEL_GO, ""))
+        return needs is None or (inside is not None and inside >= needs)
+
+    def fetch() -> Fetched:
         url = index_url(index)
         release = _pick(version, index=url, progress=progress)
         wheel = download(release, index=url, progress=progress)
-        labels = {LABEL_RECIPE: recipe, LABEL_GO: ".".join(release.version.split(".")[:3])}
-        build_from_context(
-            client,
-            name=name,
-            write_context=lambda out: _write_context(out, wheel),
-            labels=labels,
-            progress=progress,
-        )
-        built_s = round(time.monotonic() - started, 1)
+        held = {LABEL_GO: ".".join(release.version.split(".")[:3])}
+        return held, lambda out: _write_context(out, wheel)
+
+    labels, built_s = ensure_toolchain_image(
+        client, name=name, version=version, dockerfile=DOCKERFILE, fits=fits, fetch=fetch,
+        progress=progress,
+    )  # fmt: skip
+    if built_s is not None:
         progress(f"built {name} (Go {labels[LABEL_GO]}) in {built_s:.0f} s")
-        return GoImage(name=name, go=labels[LABEL_GO], built_s=built_s)
-
-
-def _current(
-    client: docker.DockerClient, name: str, recipe: str, needs: GoVersion | None
-) -> GoImage | None:
-    if not image_exists(client, name):
-        return None
-    labels = client.images.get(name).labels or {}
-    if labels.get(LABEL_RECIPE) != recipe:
-        return None
-    inside = go_version(labels.get(LABEL_GO, ""))
-    if needs is not None and (inside is None or inside < needs):
-        return None
-    return GoImage(name=name, go=labels.get(LABEL_GO, ""))
+    return GoImage(name=name, go=labels.get(LABEL_GO, ""), built_s=built_s)
 
 
 def _pick(version: str, *, index: str, progress: Progress) -> GoRelease:

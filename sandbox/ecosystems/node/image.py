@@ -16,13 +16,11 @@ it is built) or an exact version ("22.12.0": its own image, `worker-sandbox:node
 
 from __future__ import annotations
 
-import hashlib
 import io
 import posixpath
 import re
 import tarfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -30,13 +28,7 @@ from typing import IO
 import docker
 import docker.errors
 
-from sandbox.container.image import (
-    LABEL_RECIPE,
-    build_from_context,
-    ensure_image,
-    image_exists,
-    one_builder,
-)
+from sandbox.container.toolchain_image import Fetched, ensure_toolchain_image
 from sandbox.ecosystems.node.errors import WrongNode
 from sandbox.ecosystems.node.registry import (
     Release,
@@ -131,49 +123,32 @@ def ensure_node_image(
     if not re.fullmatch(r"\d+(\.\d+\.\d+)?", version):
         raise ValueError(f"not a Node major or exact version: {version!r}")
     name = name or node_image_name(version)
-    base = ensure_image(client, progress=progress)
-    recipe = hashlib.sha256(f"{base.id}\n{version}\n{DOCKERFILE}".encode()).hexdigest()
-    if (ready := _current(client, name, recipe, engines)) is not None:
-        return ready
-    with one_builder(name, progress):
-        if (ready := _current(client, name, recipe, engines)) is not None:
-            return ready
-        started = time.monotonic()
+
+    def fits(labels: Mapping[str, str]) -> bool:
+        inside = parse_version(labels.get(LABEL_NODE, ""))
+        return not engines or inside is None or accepts(engines, inside) is not False
+
+    def fetch() -> Fetched:
         url = registry_url(registry)
         node, npm, corepack = _pick(version, registry=url, progress=progress)
         tarballs = [(r, download(r, registry=url, progress=progress)) for r in (node, npm)]
         if corepack is not None:
             tarballs.append((corepack, download(corepack, registry=url, progress=progress)))
-        labels = {
-            LABEL_RECIPE: recipe,
+        held = {
             LABEL_NODE: node.version,
             LABEL_NPM: npm.version,
             LABEL_COREPACK: corepack.version if corepack else "",
         }
-        build_from_context(
-            client,
-            name=name,
-            write_context=lambda out: _write_context(out, tarballs),
-            labels=labels,
-            progress=progress,
-        )
-        built_s = round(time.monotonic() - started, 1)
-        progress(f"built {name} (Node {node.version}, npm {npm.version}) in {built_s:.0f} s")
-        return _from_labels(name, labels, built_s=built_s)
+        return held, lambda out: _write_context(out, tarballs)
 
-
-def _current(
-    client: docker.DockerClient, name: str, recipe: str, engines: str | None
-) -> NodeImage | None:
-    if not image_exists(client, name):
-        return None
-    labels = client.images.get(name).labels or {}
-    if labels.get(LABEL_RECIPE) != recipe:
-        return None
-    inside = parse_version(labels.get(LABEL_NODE, ""))
-    if engines and inside is not None and accepts(engines, inside) is False:
-        return None
-    return _from_labels(name, labels)
+    labels, built_s = ensure_toolchain_image(
+        client, name=name, version=version, dockerfile=DOCKERFILE, fits=fits, fetch=fetch,
+        progress=progress,
+    )  # fmt: skip
+    image = _from_labels(name, labels, built_s=built_s)
+    if built_s is not None:
+        progress(f"built {name} (Node {image.node}, npm {image.npm}) in {built_s:.0f} s")
+    return image
 
 
 def _from_labels(name: str, labels: dict[str, str], *, built_s: float | None = None) -> NodeImage:
