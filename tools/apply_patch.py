@@ -20,6 +20,7 @@ from typing import Any
 
 from policies.paths import Decision, PathRefused
 from sandbox.ecosystems import ecosystem_of_source
+from sandbox.worktree.diff import GitApply, file_paths
 from tools.base import Observation, Tool, ToolContext, failed
 from tools.patch_diagnose import ambiguous, explain, failing_hunk
 from tools.patch_parse import FilePatch, PatchError, parse_patch, render_patch
@@ -35,7 +36,7 @@ NO_CODE_CHANGE = (
 _MODE_MARK = "@worker-apply-mode "
 # --unidiff-zero: without it git pins a hunk with context on one side only to the start or end
 # of the file, and models rarely balance their context. Context-free hunks are refused earlier.
-_GIT = "GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git apply --recount --unidiff-zero -p1"
+_GIT = GitApply(options=("--recount", "--unidiff-zero", "-p1")).shell()
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -146,15 +147,6 @@ def remember(paths: list[str], ctx: ToolContext) -> dict[str, _Original]:
 def restore(originals: dict[str, _Original]) -> list[str]:
     """Put files back as `remember` found them; returns the paths that had changed."""
     return _restore(originals)
-
-
-def patched_paths(patch: str) -> list[str]:
-    """The paths a unified diff names (`--- a/X`, `+++ b/X`), in order, without duplicates."""
-    found = []
-    for line in patch.splitlines():
-        if line.startswith(("--- a/", "+++ b/")):
-            found.append(line[6:].split("\t")[0].strip())
-    return list(dict.fromkeys(found))
 
 
 def _remember(real: Path) -> _Original:
@@ -321,8 +313,7 @@ def _patched_files(args: dict[str, Any]) -> str:
     patch = args.get("patch")
     if not isinstance(patch, str):
         return ""
-    files = [line[6:].strip() for line in patch.splitlines() if line.startswith("+++ b/")]
-    return ", ".join(files)[:60]
+    return ", ".join(file_paths(patch, kinds=("new",)))[:60]
 
 
 TOOL = Tool(

@@ -30,6 +30,7 @@ from policies.limits import Limits
 from sandbox.container import placement as where
 from sandbox.container.base import BASE_ENV, SandboxBase
 from sandbox.container.capture import TRAILER_MAX, from_trailer
+from sandbox.container.create import ContainerSpec, Hardening, create_container
 from sandbox.container.output import OutputCapture
 from sandbox.container.placement import Entry, Placement
 from sandbox.container.results import CommandResult
@@ -164,28 +165,19 @@ class DockerSandbox(SandboxBase):
             ]
             if isolation.network and os.path.isdir(HOST_CA_BUNDLE):
                 mounts.append(Mount(HOST_CA_BUNDLE, HOST_CA_BUNDLE, type="bind", read_only=True))
-        memory = f"{self.limits.memory_mb}m"
+        spec = ContainerSpec(
+            image=self.image,
+            command=["python3", "-S", f"{CONTROL_MOUNT}/reaper.py"],
+            hardening=Hardening.of(isolation, self.limits, user=self._user),
+            network="bridge" if isolation.network else "none",
+            name=f"worker-{uuid.uuid4().hex[:12]}",
+            labels={**self._labels, "worker.placement": placement},
+            mounts=mounts,
+            working_dir=WORKSPACE_MOUNT,
+            environment=BASE_ENV,
+        )
         try:
-            container = self._client.containers.create(
-                self.image,
-                command=["python3", "-S", f"{CONTROL_MOUNT}/reaper.py"],
-                name=f"worker-{uuid.uuid4().hex[:12]}",
-                labels={**self._labels, "worker.placement": placement},
-                network_mode="bridge" if isolation.network else "none",
-                read_only=isolation.read_only_root,
-                tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777,exec"},
-                user=self._user,
-                cap_drop=["ALL"] if isolation.drop_capabilities else None,
-                security_opt=["no-new-privileges"] if isolation.no_new_privileges else None,
-                pids_limit=self.limits.pids,
-                mem_limit=memory,
-                memswap_limit=memory,
-                nano_cpus=int(self.limits.cpus * 1e9),
-                mounts=mounts,
-                working_dir=WORKSPACE_MOUNT,
-                environment=BASE_ENV,
-                auto_remove=False,
-            )
+            container = create_container(self._client, spec)
         except docker.errors.ImageNotFound as exc:
             raise SandboxError(
                 f"sandbox image {self.image} not found: run `worker sandbox build`"

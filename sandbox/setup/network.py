@@ -39,6 +39,7 @@ import docker.errors
 from docker.types import Mount
 
 from sandbox.container import placement as where
+from sandbox.container.create import ContainerSpec, Hardening, create_container
 from sandbox.container.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.setup.installer import PLAIN, Installer
@@ -253,26 +254,19 @@ class ProxyFence:
             mount = Mount(PROXY_MOUNT, None, type="volume")
         else:
             mount = Mount(PROXY_MOUNT, str(self._config_dir), type="bind", read_only=True)
+        spec = ContainerSpec(
+            image=self._image,
+            command=["tinyproxy", "-d", "-c", f"{PROXY_MOUNT}/tinyproxy.conf"],
+            hardening=Hardening(user=_sidecar_user(), memory_mb=64, pids=64, cpus=1, tmp_mb=8),
+            network=self.network,
+            name=self.sidecar,
+            labels={**self._labels, "worker.phase": "setup-proxy"},
+            mounts=[mount],
+            working_dir="/",
+            environment={},
+        )
         try:
-            container = self._client.containers.create(
-                self._image,
-                command=["tinyproxy", "-d", "-c", f"{PROXY_MOUNT}/tinyproxy.conf"],
-                name=self.sidecar,
-                labels={**self._labels, "worker.phase": "setup-proxy"},
-                network=self.network,
-                read_only=True,
-                tmpfs={"/tmp": "size=8m,mode=1777"},
-                user=_sidecar_user(),
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                pids_limit=64,
-                mem_limit="64m",
-                memswap_limit="64m",
-                nano_cpus=1_000_000_000,
-                mounts=[mount],
-                working_dir="/",
-                environment={},
-            )
+            container = create_container(self._client, spec)
         except docker.errors.APIError as exc:
             if copied or not where.bind_refused(exc) or where.asked_placement() == "mounted":
                 raise

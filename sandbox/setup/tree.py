@@ -34,6 +34,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from sandbox.container.create import ContainerSpec, create_container
 from sandbox.errors import SandboxError
 from sandbox.setup.tree_dirs import LINKS_LABEL, link_paths
 from sandbox.worktree.overlay import link_target
@@ -165,7 +166,9 @@ def ensure_on_host(client: docker.DockerClient, image: str, host_dir: Path) -> P
         links = link_paths(json.loads(labels.get(LINKS_LABEL, "[]")))
     except ValueError:
         links = ()
-    container = client.containers.create(image, command=["true"], network_disabled=True)
+    # Never started, so nothing to harden: a handle on the image's files.
+    spec = ContainerSpec(image=image, command=["true"], hardening=None, network=None)
+    container = create_container(client, spec)
     try:
         try:
             stream, _ = container.get_archive(IMAGE_DIR)

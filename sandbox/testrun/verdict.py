@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 
 from sandbox.container.results import CommandResult
 from sandbox.testrun.junit import TestSummary
+from sandbox.worktree.diff import diff_lines
 
 #: Files that Python would import in place of the test runner, or at start-up.
 SHADOWING_NAMES = frozenset(
@@ -198,17 +199,17 @@ def tampering(patch: str) -> list[str]:
     (a `pytest.py` that `python -m pytest` would import instead of pytest), as reasons."""
     found = []
     path = "?"
-    for line in patch.splitlines():
-        if line.startswith("+++ "):
-            path = line[4:].strip().removeprefix("b/")
+    for line in diff_lines(patch):
+        if line.kind == "new":
+            path = line.text
             if _shadows_runner(path):
                 found.append(
                     f"the patch adds {path}, which would be imported instead of the "
                     "test runner or at interpreter start"
                 )
-        elif line.startswith("+") and TAMPERING.search(line):
+        elif line.kind == "added" and TAMPERING.search(line.text):
             found.append(
-                f"the patch reaches into the test runner in {path}: {line[1:].strip()[:80]!r}"
+                f"the patch reaches into the test runner in {path}: {line.text.strip()[:80]!r}"
             )
     return found
 

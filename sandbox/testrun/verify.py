@@ -5,7 +5,6 @@ bookkeeping of a run's re-checks (`CleanChecks`: prepared in advance, started ah
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from sandbox.errors import SandboxError
 from sandbox.session import BoxSpec, guard_fixtures, make_box, workspace_owner
 from sandbox.testrun.run import TestRun, run_tests
 from sandbox.worktree.capped_dir import image_size, mount_capped
+from sandbox.worktree.diff import apply_to_dir
 from sandbox.worktree.scratch import make_scratch_dir
 from sandbox.worktree.workspace import Workspace, chown_tree, remove_dir
 
@@ -99,7 +99,7 @@ class CleanCheck:
         if self._cancelled:
             raise SandboxError("the clean check was cancelled")
         assert self._box is not None
-        apply_patch_to(self._fresh, patch)
+        apply_to_dir(self._fresh, patch)
         spec = self._spec
         owner = workspace_owner(spec.backend)
         if owner is not None and os.geteuid() == 0:
@@ -276,24 +276,3 @@ def verify_patch(
     check = CleanCheck(spec=spec, workspace=workspace, work_dir=work_dir)
     with check:
         return check.verify(patch, test_cmd=test_cmd, timeout_s=timeout_s)
-
-
-def apply_patch_to(tree: Path, patch: str, *, check_only: bool = False) -> None:
-    """`git apply` a patch to a plain directory (no repository), all or nothing."""
-    if not patch.strip():
-        return
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "HOME": str(tree),
-        "GIT_CEILING_DIRECTORIES": str(tree.parent),
-    }
-    args = ["git", "apply", "--whitespace=nowarn"] + (["--check"] if check_only else [])
-    proc = subprocess.run(
-        [*args, "-"], cwd=tree, input=patch.encode(), capture_output=True, env=env, check=False
-    )
-    if proc.returncode != 0:
-        raise SandboxError(
-            "the patch does not apply: " + proc.stderr.decode(errors="replace").strip()[:500]
-        )

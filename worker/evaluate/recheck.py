@@ -10,7 +10,6 @@ passes.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +26,11 @@ from sandbox.setup.choice import choose_setup
 from sandbox.testrun.run import TestRun
 from sandbox.testrun.verdict import TOKEN_PROPERTY, tampering
 from sandbox.testrun.verify import verify_patch
+from sandbox.worktree.diff import HEADERS, file_paths
 from sandbox.worktree.workspace import remove_dir, snapshot
 from worker.evaluate.tasks import EvalTask
 from worker.search.settings import config_fragment
 
-_PATHS = re.compile(r"^(?:\+\+\+ b/|--- a/|rename (?:from|to) |copy (?:from|to) )(.+)$", re.M)
 MAX_REASONS = 8
 
 
@@ -53,22 +52,13 @@ class Recheck:
         }
 
 
-def patch_paths(patch: str) -> list[str]:
-    """Every file a unified diff names (old and new sides), without the a/ b/ prefixes.
-
-    >>> patch_paths("--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-a\\n+b\\n")
-    ['x.py']
-    """
-    found = [m.group(1).strip() for m in _PATHS.finditer(patch)]
-    return sorted({p for p in found if p and p != "/dev/null"})
-
-
 def touched_tests(patch: str, task: EvalTask) -> list[str]:
     """Files of the patch that are tests or test configuration: a patch touching one is never
     resolved, whatever the repository's own configuration allows its runs to edit."""
     policy = PathPolicy()
     named = {t.split("::", 1)[0] for t in (*task.fail_to_pass, *task.pass_to_pass)}
-    return [p for p in patch_paths(patch) if p in named or not policy.is_writable(p)]
+    paths = sorted(file_paths(patch, kinds=HEADERS))  # old and new sides, renames, copies
+    return [p for p in paths if p in named or not policy.is_writable(p)]
 
 
 def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Recheck:

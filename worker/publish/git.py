@@ -8,6 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from sandbox.worktree.diff import APPLY_TO_INDEX
 from sandbox.worktree.user_git import last_error_line, user_git
 from worker.errors import UsageError
 from worker.publish.errors import PublishFailed
@@ -39,7 +40,7 @@ def commit_patch(repo: Path, base_sha: str, patch: str, message: str) -> str:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index"), **_identity(repo)}
         for args in (
             ("read-tree", base_sha),
-            ("apply", "--cached", "--whitespace=nowarn", "-"),
+            APPLY_TO_INDEX.args(),
             ("write-tree",),
         ):
             proc = user_git(repo, *args, env=env, input_bytes=patch.encode())

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox.errors import SandboxError
+from sandbox.worktree.diff import APPLY_TO_INDEX, NO_GIT_CONFIG, GitApply
 from sandbox.worktree.user_git import last_error_line, user_git
 from worker.errors import UsageError
 
@@ -39,14 +40,13 @@ def apply_to_worktree(repo: Path, patch: str) -> str:
         return "nothing to apply"
     with tempfile.TemporaryDirectory(prefix="worker-apply-") as tmp:
         git_dir = os.path.join(tmp, "git")
-        no_config = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-        user_git(Path(tmp), "init", "-q", "--bare", "--template=", git_dir, env=no_config)
-        env = {**no_config, "GIT_DIR": git_dir, "GIT_WORK_TREE": str(repo.resolve())}
-        for args in (
-            ("apply", "--check", "--whitespace=nowarn", "-"),
-            ("apply", "--whitespace=nowarn", "-"),
+        user_git(Path(tmp), "init", "-q", "--bare", "--template=", git_dir, env=NO_GIT_CONFIG)
+        for apply in (
+            GitApply(options=("--check", "--whitespace=nowarn")),
+            GitApply(options=("--whitespace=nowarn",)),
         ):
-            proc = user_git(repo, *args, env=env, input_bytes=patch.encode())
+            env = {**apply.env, "GIT_DIR": git_dir, "GIT_WORK_TREE": str(repo.resolve())}
+            proc = user_git(repo, *apply.args(), env=env, input_bytes=patch.encode())
             if proc.returncode != 0:
                 raise SandboxError(f"the patch does not apply: {last_error_line(proc)}")
     return "applied to the working tree"
@@ -64,7 +64,7 @@ def commit_on_branch(repo: Path, branch: str, patch: str, message: str) -> str:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
         steps: list[tuple[str, ...]] = [
             ("read-tree", "HEAD"),
-            ("apply", "--cached", "--whitespace=nowarn", "-"),
+            APPLY_TO_INDEX.args(),
             ("write-tree",),
         ]
         for args in steps:

@@ -15,6 +15,7 @@ from sandbox.prepare import Prepared
 from sandbox.session import SandboxSession
 from sandbox.testrun.run import TestRun, run_tests
 from sandbox.testrun.verify import CleanCheck, CleanChecks
+from sandbox.worktree.diff import file_paths
 from tools import apply_patch
 from tools.base import Observation, ToolContext
 from tools.registry import ToolRegistry
@@ -152,5 +153,5 @@ def _edit_paths(tool: str, args: dict[str, Any]) -> list[str]:
     if tool == "replace" and isinstance(args.get("path"), str):
         return [args["path"]]
     if tool == "apply_patch" and isinstance(args.get("patch"), str):
-        return apply_patch.patched_paths(args["patch"])
+        return file_paths(args["patch"])
     return []

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from sandbox.testrun.run import TestRun
+from sandbox.worktree.diff import removed_lines
 from tools.replace import loosened
 from worker.llm.types import CallSettings, ModelReply, Pins, ToolCall, ToolSpec, Usage
 from worker.loop.agent import REPEAT_TEMPERATURE
@@ -320,8 +321,7 @@ def _changed_lines(call: ToolCall) -> set[str]:
     args = call.arguments if isinstance(call.arguments, dict) else {}
     old, new, patch = (str(args.get(k) or "") for k in ("old", "new", "patch"))
     if patch:
-        lines = patch.splitlines()
-        out = {ln[1:].strip() for ln in lines if ln.startswith("-") and not ln.startswith("---")}
+        out = {line.strip() for line in removed_lines(patch)}
     else:
         out = {ln.strip() for ln in old.splitlines()} - {ln.strip() for ln in new.splitlines()}
     return {loosened(part) for part in out if len(part) >= 3}

@@ -13,6 +13,7 @@ from typing import Any
 import docker
 import docker.errors
 
+from sandbox.container.create import ContainerSpec, run_to_end
 from sandbox.ecosystems.python.choice import WrongPython
 from sandbox.ecosystems.python.pins import python_satisfies
 
@@ -48,14 +49,9 @@ def image_python(
     if image_id in known:
         return tuple(known[image_id])  # type: ignore[return-value]
     try:
-        out = client.containers.run(
-            image,
-            ["python", "-c", "import sys; print(*sys.version_info[:3])"],
-            network_mode="none",
-            remove=True,
-            stdout=True,
-            stderr=False,
-        )
+        # Unhardened: only our one-line probe runs, in the image chosen for the run.
+        probe = ["python", "-c", "import sys; print(*sys.version_info[:3])"]
+        out = run_to_end(client, ContainerSpec(image=image, command=probe, hardening=None))
         version = tuple(int(n) for n in out.decode().split())
     except (docker.errors.DockerException, ValueError):
         return None
