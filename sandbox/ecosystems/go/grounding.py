@@ -32,7 +32,7 @@ from sandbox.ecosystems.go.source import (
     enclosing,
     parse_go,
 )
-from sandbox.source.grounding import Grounding
+from sandbox.source.grounding import Grounding, render_chosen
 from sandbox.testrun.junit import TestFailure
 from sandbox.worktree.repo_files import RepoFiles
 
@@ -205,22 +205,12 @@ class _Reach:
 
     def render(self, chosen: list[GoDefinition], *, max_lines: int) -> Grounding:
         """The definitions chosen, each once, within `max_lines`."""
-        shown: list[str] = []
-        used = 0
-        code = False
-        seen: set[tuple[str, int]] = set()
-        for d in chosen:
-            if (d.path, d.start) in seen:
-                continue
-            seen.add((d.path, d.start))
-            src = self.source(d.path)
-            if src is None:
-                continue
-            text = d.render(src.lines())
-            size = text.count("\n") + 1
-            if shown and used + size > max_lines:
-                continue
-            shown.append(text)
-            used += size
-            code = code or d.node.type != "type_declaration"
-        return Grounding(text="\n\n".join(shown), shows_code=code)
+
+        def lines_of(rel: str) -> list[str] | None:
+            src = self.source(rel)
+            return src.lines() if src is not None else None
+
+        return render_chosen(
+            chosen, lines_of=lines_of, max_lines=max_lines,
+            whole=lambda d: d.node.type != "type_declaration", key=lambda d: (d.path, d.start),
+        )  # fmt: skip

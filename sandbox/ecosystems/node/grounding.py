@@ -44,7 +44,7 @@ from sandbox.ecosystems.node.stack_frames import (
     is_test_file,
     relative,
 )
-from sandbox.source.grounding import Grounding
+from sandbox.source.grounding import Grounding, render_chosen
 from sandbox.testrun.junit import TestFailure
 
 GROUNDING_S = 5.0  # all the parsing for one first message, at most
@@ -259,30 +259,17 @@ class _Reach:
     def render(self, chosen: list[JsDefinition], *, max_lines: int) -> Grounding:
         """The definitions chosen, each once and none inside one already shown whole, within
         `max_lines`."""
-        shown: list[str] = []
-        code, used = False, 0
-        seen: set[tuple[str, int, str]] = set()
-        whole: list[JsDefinition] = []
         # A method whose class is shown whole is shown as that class, where the method ranks.
         chosen = [_holder(d, chosen) for d in chosen]
-        for d in chosen:
-            inside = any(w.path == d.path and w.start <= d.start and d.end <= w.end for w in whole)
-            if (d.path, d.start, d.name) in seen or inside:
-                continue
-            seen.add((d.path, d.start, d.name))
-            src = self.modules.source(d.path)
-            if src is None:
-                continue
-            text = d.render(src.lines())
-            size = text.count("\n") + 1
-            if shown and used + size > max_lines:
-                continue
-            shown.append(text)
-            used += size
-            if not d.outline:
-                whole.append(d)
-            code = code or not d.outline
-        return Grounding(text="\n\n".join(shown), shows_code=code)
+
+        def lines_of(rel: str) -> list[str] | None:
+            src = self.modules.source(rel)
+            return src.lines() if src is not None else None
+
+        return render_chosen(
+            chosen, lines_of=lines_of, max_lines=max_lines, whole=lambda d: not d.outline,
+            key=lambda d: (d.path, d.start, d.name),
+        )  # fmt: skip
 
 
 def _holder(d: JsDefinition, chosen: list[JsDefinition]) -> JsDefinition:

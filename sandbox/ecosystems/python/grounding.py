@@ -15,7 +15,7 @@ from pathlib import Path
 from policies.paths import PathPolicy
 from sandbox.ecosystems.base import FailedRun
 from sandbox.ecosystems.python import definitions
-from sandbox.source.grounding import Grounding
+from sandbox.source.grounding import Grounding, render_chosen
 
 _FRAME = re.compile(r"([\w./-]+\.py):\d+")
 MAX_CLASSES = 8  # classes (a test's and their bases) searched for a method its syntax calls
@@ -159,24 +159,10 @@ def _one(found: list[definitions.Definition], name: str) -> definitions.Definiti
 
 
 def _render(workspace: Path, chosen: list[definitions.Definition], *, max_lines: int) -> Grounding:
-    shown: list[str] = []
-    code = False
-    used = 0
-    seen: set[tuple[str, int]] = set()
-    whole: list[definitions.Definition] = []  # shown in full: what lies inside is not repeated
-    for d in chosen:
-        inside = any(w.path == d.path and w.start <= d.start and d.end <= w.end for w in whole)
-        if (d.path, d.start) in seen or inside:
-            continue
-        seen.add((d.path, d.start))
-        lines = (workspace / d.path).read_text(encoding="utf-8", errors="replace").splitlines()
-        text = d.render(lines)
-        size = text.count("\n") + 1
-        if shown and used + size > max_lines:
-            continue
-        shown.append(text)
-        used += size
-        if not d.outline:
-            whole.append(d)
-        code = code or not d.outline
-    return Grounding(text="\n\n".join(shown), shows_code=code)
+    def lines_of(rel: str) -> list[str]:
+        return (workspace / rel).read_text(encoding="utf-8", errors="replace").splitlines()
+
+    return render_chosen(
+        chosen, lines_of=lines_of, max_lines=max_lines, whole=lambda d: not d.outline,
+        key=lambda d: (d.path, d.start),
+    )  # fmt: skip
