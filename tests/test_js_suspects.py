@@ -31,8 +31,8 @@ def allowed(rel: str) -> bool:
 
 def rank_frames(texts: list[str], *, workspace: Path, allowed) -> list[Suspect]:
     """The suspects of `texts` as the search ranks the places the Node package reads."""
-    places = failure_places(texts, workspace=workspace, allowed=allowed)
-    return rank_places(places, workspace=workspace, failed=len(texts))
+    places, lines = failure_places(texts, workspace=workspace, allowed=allowed)
+    return rank_places(places, lines=lines, failed=len(texts))
 
 
 def locate_in_stacks(run, *, workspace: Path, paths: PathPolicy, trace: Trace) -> list[Suspect]:

@@ -76,10 +76,12 @@ class FailedRun(Protocol):
 
 @dataclass(frozen=True)
 class Places:
-    """The places a run's failures name, one list per failing test (innermost first), what
-    they were read from and why there are none, for the search's trace."""
+    """The places a run's failures name, one list per failing test (innermost first), the
+    lines of the files they are in (as the language read them, once), what they were read from
+    and why there are none, for the search's trace."""
 
     places: list[list[Place]]
+    lines: Mapping[str, list[str]]
     source: str  # "stack traces"
     why_empty: str
 

@@ -7,12 +7,12 @@ them the same way for every language."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from sandbox.source.places import Place
 from worker.loop.trace import Trace
-from worker.search.suspects import MAX_TEXT, Suspect, lines_around, read_lines
+from worker.search.suspects import MAX_TEXT, Suspect, lines_around
 
 
 @dataclass
@@ -41,7 +41,7 @@ class LineTally:
             seen.depth = min(seen.depth, depth)
 
     def ranked(
-        self, texts_of: dict[str, list[str] | None], *, failed: int, limit: int
+        self, texts_of: Mapping[str, list[str] | None], *, failed: int, limit: int
     ) -> list[Suspect]:
         """The `limit` first lines as suspects, scored by their share of `failed` tests;
         `texts_of` holds each file's lines (every tallied file is there)."""
@@ -66,18 +66,20 @@ class LineTally:
 
 
 def rank_places(
-    places: list[list[Place]], *, workspace: Path, failed: int, limit: int = 12
+    places: list[list[Place]],
+    *,
+    lines: Mapping[str, list[str]],
+    failed: int,
+    limit: int = 12,
 ) -> list[Suspect]:
     """The lines `places` names (one list per failing test), most failing tests first, then
-    the innermost, then the first met; scored as a share of `failed` tests."""
+    the innermost, then the first met; scored as a share of `failed` tests. `lines`: each
+    named file's lines, as the language read them."""
     tally = LineTally()
-    texts_of: dict[str, list[str] | None] = {}
     for one in places:
         for place in one:
-            if place.path not in texts_of:
-                texts_of[place.path] = read_lines(workspace, place.path)
             tally.add(place.path, place.line, place.depth)
-    return tally.ranked(texts_of, failed=failed or len(places), limit=limit)
+    return tally.ranked(lines, failed=failed or len(places), limit=limit)
 
 
 def trace_suspects(

@@ -49,7 +49,7 @@ def locate(
     if places is not None:
         return trace_suspects(
             trace,
-            rank_places(places.places, workspace=workspace, failed=failed),
+            rank_places(places.places, lines=places.lines, failed=failed),
             started=started,
             failed=failed,
             passed=baseline.summary.passed,

@@ -85,7 +85,7 @@ def rank(
     for rel, lines in counts.lines.items():
         if rel.endswith(".py") is False or is_test_file(rel) or not allowed(rel):
             continue
-        text = read_lines(workspace, rel)
+        text = _lines(workspace, rel)
         if text is None:
             continue
         texts[rel] = text
@@ -131,8 +131,7 @@ def lines_around(text: list[str], number: int) -> str:
     return numbered(text, range(first, last + 1), mark=number, text=lambda s: s[:MAX_TEXT])
 
 
-def read_lines(workspace: Path, rel: str) -> list[str] | None:
-    """The lines of the repository's file `rel`, None where it is not one (a link out)."""
+def _lines(workspace: Path, rel: str) -> list[str] | None:
     path = workspace / rel
     try:
         if path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve()):

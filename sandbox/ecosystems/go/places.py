@@ -30,7 +30,7 @@ MAX_FAILURES = 50  # failing tests whose texts are read
 
 def failure_places(
     failures: Sequence[TestFailure], *, workspace: Path, allowed: Callable[[str], bool]
-) -> list[list[Place]]:
+) -> tuple[list[list[Place]], dict[str, list[str]]]:
     """For each failure, the lines of the module's own Go source files it names, innermost
     first, each once; lines of `_test.go` files, of files `allowed` refuses, and lines that are
     blank, comments or past the file's end are left out."""
@@ -62,14 +62,16 @@ def failure_places(
                     places.append(Place(frame.path, line, depth))
             depth += 1
         out.append(places)
-    return out
+    return out, {rel: lines for rel, lines in texts_of.items() if lines is not None}
 
 
 def read_places(run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]) -> Places:
     """The places a Go run's failures name (the search ranks them)."""
     failures = run.summary.failures if run.summary is not None else []
+    places, lines = failure_places(failures, workspace=workspace, allowed=allowed)
     return Places(
-        failure_places(failures, workspace=workspace, allowed=allowed),
+        places,
+        lines,
         source="go test failures",
         why_empty="no failure names a line of the module's own source",
     )

@@ -31,7 +31,7 @@ _SCOPES = frozenset(
 
 def failure_places(
     texts: Sequence[str], *, workspace: Path, allowed: Callable[[str], bool]
-) -> list[list[Place]]:
+) -> tuple[list[list[Place]], dict[str, list[str]]]:
     """For each of `texts` (one per failing test: stack_frames.failure_texts), the lines of the
     repository's own source files its stack passes through, innermost first; lines of test
     files, of dependencies, of files `allowed` refuses, and lines that are blank, comments or
@@ -57,14 +57,17 @@ def failure_places(
                 places.append(Place(frame.path, line, depth))
             depth += 1
         out.append(places)
-    return out
+    return out, {rel: lines for rel, lines in texts_of.items() if lines is not None}
 
 
 def read_places(run: FailedRun, *, workspace: Path, allowed: Callable[[str], bool]) -> Places:
     """The places of a JavaScript or TypeScript run's failures (the search ranks them)."""
+    places, lines = failure_places(
+        failure_texts(run, workspace=workspace), workspace=workspace, allowed=allowed
+    )
     return Places(
-        failure_places(failure_texts(run, workspace=workspace), workspace=workspace,
-                       allowed=allowed),
+        places,
+        lines,
         source="stack traces",
         why_empty="no failing test's stack passes through the source",
     )  # fmt: skip
