@@ -58,6 +58,15 @@ RUNNERS = {
         ["test/stats.test.js::mean > averages three numbers",
          "test/stats.test.js::mean > averages one number"],
     ),
+    # A TypeScript config: vite bundles it into node_modules/.vite-temp before any test runs,
+    # so the run must be able to write there (node_modules itself lives in the set-up image).
+    "vitest.config.mts": (
+        "vitest run",
+        "test/stats.test.js",
+        "import { describe, it } from 'vitest';\nimport { mean } from '../src/stats.js';\n",
+        ["test/stats.test.js::mean > averages three numbers",
+         "test/stats.test.js::mean > averages one number"],
+    ),
     "jest": (
         "jest",
         "__tests__/stats.test.js",
@@ -93,6 +102,13 @@ def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
 ):
     registry, env = registries
     script, test_file, imports, failing = RUNNERS[runner]
+    config = {}
+    if runner.endswith(".mts"):
+        config = {
+            runner: "import { defineConfig } from 'vitest/config';\n"
+            "export default defineConfig({ test: { include: ['test/**'] } });\n"
+        }
+        runner = "vitest"
     package = {
         "name": f"stats-{runner}-{uuid.uuid4().hex[:8]}",  # a set-up of its own: cold first
         "version": "1.0.0",
@@ -110,6 +126,7 @@ def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
         "package-lock.json": registry.lock(package),
         "src/stats.js": stats,
         test_file: imports + BODY,
+        **config,
     })  # fmt: skip
     patch = (
         GOOD_PATCH

@@ -4,6 +4,7 @@ container in tests/test_node_setup.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -62,15 +63,20 @@ def test_a_moved_folder_keeps_what_its_links_named(tmp_path):
     (workspace / "node_modules/a").mkdir()
     (workspace / "node_modules/lib").symlink_to("../packages/lib")
     (workspace / "node_modules/.bin/a").symlink_to("../a/cli.js")
+    (workspace / ".yarn/cache").mkdir(parents=True)
+    scratch = json.dumps(["node_modules/.cache", "node_modules/.vite-temp", "other/.x"])
     ran = subprocess.run(
-        [sys.executable, str(MOVE_DIRS), str(workspace), str(dest), "node_modules", "missing"],
+        [sys.executable, str(MOVE_DIRS), str(workspace), str(dest), scratch]
+        + ["node_modules", ".yarn/cache", "missing"],
         capture_output=True,
         text=True,
         check=True,
     )
-    assert ran.stdout.strip() == '["node_modules"]'
+    assert ran.stdout.strip() == '["node_modules", ".yarn/cache"]'
     moved = dest / "node_modules"
     assert os.readlink(workspace / "node_modules") == str(moved)
     assert os.readlink(moved / "lib") == str(workspace / "packages/lib")
     assert os.readlink(moved / ".bin/a") == "../a/cli.js"
-    assert os.readlink(moved / ".cache") == "/tmp" and os.readlink(moved / ".vite") == "/tmp"
+    # The installer's scratch folders are links to the run's /tmp, in the folders it names only.
+    assert os.readlink(moved / ".cache") == "/tmp" and os.readlink(moved / ".vite-temp") == "/tmp"
+    assert os.listdir(dest / ".yarn/cache") == []

@@ -256,9 +256,8 @@ def prepare_setup_image(
             box.sync_back()  # a copy in the container: what set-up wrote comes back
             if refused:  # it did without them; the user may want to know all the same
                 progress(f"set-up: the proxy refused {', '.join(refused[:5])} (not index hosts)")
-            moved = move_tree_dirs(
-                box, find_tree_dirs(workspace.path, installer.tree_dirs), timeout_s=600
-            )
+            found_dirs = find_tree_dirs(workspace.path, installer.tree_dirs)
+            moved = move_tree_dirs(box, found_dirs, scratch=installer.scratch, timeout_s=600)
             if installer.env or installer.tree_dirs:  # its caches: not for the image
                 box.run(f"rm -rf {CACHE_DIR}", timeout_s=300)
             found = added_files(before, manifest(workspace.path))

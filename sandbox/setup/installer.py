@@ -67,6 +67,9 @@ class Installer:
     #: Folders set-up writes inside the tree that belong to the environment: a bare name is
     #: looked for at any depth (the outermost ones), a path with a slash at the root only.
     tree_dirs: tuple[str, ...] = ()
+    #: Folders inside those (`FOLDER/NAME`) that test tools write while the tests run, under
+    #: the sandbox's read-only root: each is a link to the run's /tmp (sandbox/setup/move_dirs.py).
+    scratch: tuple[str, ...] = ()
     #: How the fence's refusal names the ways to widen it.
     widen_hint: str = ""
     #: The files whose content decides what set-up installs, relative to the root: names, or
@@ -83,7 +86,8 @@ class Installer:
             return ()
         env = [f"{k}={v}" for k, v in sorted(self.env.items())]
         image = [f"{k}={v}" for k, v in sorted(self.image_env.items())]
-        return (self.name, *env, "|", *image, "|", *self.tree_dirs)
+        scratch = ("|", *self.scratch) if self.scratch else ()
+        return (self.name, *env, "|", *image, "|", *self.tree_dirs, *scratch)
 
     @property
     def needs_deps_dir(self) -> bool:

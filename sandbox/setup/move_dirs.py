@@ -2,16 +2,15 @@
 
 Executed by the set-up container's python3 (stdlib only; no imports from the worker), as the
 sandbox user, once the set-up command succeeded. Usage:
-    move_dirs.py WORKSPACE DEST REL...
+    move_dirs.py WORKSPACE DEST SCRATCH REL...
 Each folder WORKSPACE/REL (not a link) is moved to DEST/REL, on the container's own disk, which
 `docker commit` keeps (the tree is a bind mount it does not). A relative link inside it that
 pointed outside it (npm's link to a workspace package, `node_modules/a -> ../packages/a`) is
 made absolute, so it still names the same place in the tree; links within it (pnpm's
-`.pnpm` store, `.bin`) stay as they are. A moved `node_modules` gets `.cache`, `.vite` and
-`.vitest-cache` links to /tmp, where absent: the tests' sandbox has a read-only root, and tools
-keep their caches there (find-cache-dir's users: ava, babel-loader, nyc; vitest's results and,
-from vitest 5, its module cache, which otherwise warns on every run). One JSON line on
-stdout lists the folders moved.
+`.pnpm` store, `.bin`) stay as they are. SCRATCH is a JSON list of `FOLDER/NAME`: a moved
+folder called FOLDER gets a link NAME -> /tmp, where absent, because the tests' sandbox has a
+read-only root and test tools write there (the installer says which: Node's `.cache`, `.vite`,
+`.vite-temp`, `.vitest-cache` in node_modules). One JSON line on stdout lists the folders moved.
 """
 
 import json
@@ -19,8 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-
-CACHE_LINKS = (".cache", ".vite", ".vitest-cache")
 
 
 def relink(moved, old):
@@ -41,7 +38,8 @@ def relink(moved, old):
 
 
 def main():
-    workspace, dest, rels = sys.argv[1], sys.argv[2], sys.argv[3:]
+    workspace, dest, rels = sys.argv[1], sys.argv[2], sys.argv[4:]
+    scratch = [str(s).split("/", 1) for s in json.loads(sys.argv[3]) if "/" in str(s)]
     moved = []
     for rel in rels:
         src = os.path.join(workspace, rel)
@@ -57,10 +55,9 @@ def main():
             sys.stderr.write(f"cannot move {rel}: {done.stderr.strip()}\n")
             return 1
         relink(dst, src)
-        if os.path.basename(rel) == "node_modules":
-            for name in CACHE_LINKS:
-                if not os.path.lexists(os.path.join(dst, name)):
-                    os.symlink("/tmp", os.path.join(dst, name))
+        for folder, name in scratch:
+            if os.path.basename(rel) == folder and not os.path.lexists(os.path.join(dst, name)):
+                os.symlink("/tmp", os.path.join(dst, name))
         os.symlink(dst, src)
         moved.append(rel)
     print(json.dumps(moved))

@@ -79,14 +79,18 @@ def find_tree_dirs(root: Path, wanted: tuple[str, ...]) -> list[str]:
     return sorted(found)[:MAX_DIRS]
 
 
-def move_tree_dirs(box: Sandbox, rels: list[str], *, timeout_s: float) -> tuple[str, ...]:
-    """Move `rels` out of the container's tree into DEPS_TREE (see the module docstring); the
-    paths moved. Raises SandboxError when the move fails (the set-up would be incomplete)."""
+def move_tree_dirs(
+    box: Sandbox, rels: list[str], *, scratch: tuple[str, ...] = (), timeout_s: float
+) -> tuple[str, ...]:
+    """Move `rels` out of the container's tree into DEPS_TREE (see the module docstring),
+    each with links to /tmp for the folders of `scratch` inside it (`node_modules/.vite-temp`:
+    where test tools write under the tests' read-only root); the paths moved. Raises
+    SandboxError when the move fails (the set-up would be incomplete)."""
     if not rels:
         return ()
     script = resources.files("sandbox.setup").joinpath("move_dirs.py").read_bytes()
     path = box.stage("move_dirs.py", script)
-    quoted = " ".join(_quote(r) for r in rels)
+    quoted = " ".join(_quote(r) for r in (json.dumps(list(scratch)), *rels))
     ran = box.run(f"python3 -S {path} /workspace {DEPS_TREE} {quoted}", timeout_s=timeout_s)
     lines = ran.output.strip().splitlines()
     try:

@@ -167,6 +167,14 @@ INPUTS = (
 )
 
 
+#: What test tools write inside node_modules while the tests run, as links to the run's /tmp:
+#: find-cache-dir's `.cache` (ava, babel-loader, nyc), vite's and vitest's caches, and vite's
+#: bundled config (`.vite-temp`, written before any test of a `vitest.config.mts` project).
+SCRATCH = tuple(
+    f"node_modules/{name}" for name in (".cache", ".vite", ".vite-temp", ".vitest-cache")
+)
+
+
 def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Installer:
     """The set-up's view of `manager`: the fence's hosts, the variables, node_modules kept."""
     corepack = manager.corepack
@@ -182,6 +190,7 @@ def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Instal
         # The tests' sandbox has no network: corepack says so at once, not after a DNS wait.
         image_env={**COREPACK_ENV, "COREPACK_ENABLE_NETWORK": "0"} if corepack else {},
         tree_dirs=tree_dirs or ("node_modules",),
+        scratch=SCRATCH,
         widen_hint=WIDEN_HINT,
         inputs=INPUTS,
     )
