@@ -152,3 +152,44 @@ def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
     assert report(tmp_path / "again")["setup"]["cached"] is True
     assert len(registry.requests()) == asked
     docker_client.images.remove(setup["image"], force=True)
+
+
+def test_the_ci_install_s_legacy_peer_deps_is_what_lets_set_up_pass(
+    make_repo, tmp_path, registries, docker_client
+):
+    # fdir 6.5 asks for picomatch ^3 || ^4 as a peer; the project pins picomatch 2: a plain
+    # install ends in ERESOLVE, and only the workflow says how its maintainers install.
+    registry, env = registries
+    package = {
+        "name": f"peers-{uuid.uuid4().hex[:8]}",
+        "version": "1.0.0",
+        "private": True,
+        "scripts": {"test": "node --test"},
+        "dependencies": {"fdir": "6.5.0", "picomatch": "2.3.2"},
+    }
+    files = {
+        "package.json": json.dumps(package, indent=2),
+        "src/stats.js": STATS,
+        "test/stats.test.js": "const { describe, it } = require('node:test');\n"
+        "const { mean } = require('../src/stats');\n" + BODY,
+    }
+    workflow = (
+        "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - run: npm install --legacy-peer-deps\n"
+        "      - run: npm test\n"
+    )
+    plain = make_repo(files)
+    with ScriptedServer(script=[]) as server:
+        refused = run_fix(plain, tmp_path / "plain", base_url=server.base_url, env=env)
+    assert refused.returncode == 6 and "ERESOLVE" in refused.stderr, refused.stderr[-2000:]
+    assert server.requests == []
+    repo = make_repo({**files, ".github/workflows/ci.yml": workflow})
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "--legacy-peer-deps as CI gives it (.github/workflows/ci.yml:7)" in proc.stderr
+    r = report(tmp_path / "out")
+    assert "--legacy-peer-deps" in r["setup"]["command"]
+    assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit", r["verdict"]
+    docker_client.images.remove(r["setup"]["image"], force=True)

@@ -61,6 +61,39 @@ def test_no_lockfile_is_npm_install_and_the_set_up_line_says_so(tmp_path):
     assert plan.sources == ("package.json",)
 
 
+CI_WORKFLOW = """\
+name: ci
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: npm install -g npm@10 --force
+      - name: install
+        run: |
+          npm config set fund false
+          npm install \\
+            --legacy-peer-deps --loglevel=warn
+      - run: npm test
+"""
+
+
+def test_the_ci_install_s_resolution_flags_are_taken_with_their_file_and_line(tmp_path):
+    # The global npm upgrade's --force is not the project's install; the block's is, and only
+    # its flag that changes resolution (not --loglevel).
+    files = {"package.json": {"name": "p", **DEPS}, ".github/workflows/ci.yml": CI_WORKFLOW}
+    plan = infer(tmp_path, files)
+    assert plan.command == ("npm install --no-audit --no-fund --legacy-peer-deps --no-package-lock")
+    assert plan.sources == ("package.json", "--legacy-peer-deps from .github/workflows/ci.yml:12")
+    assert "--legacy-peer-deps as CI gives it (.github/workflows/ci.yml:12)" in plan.describe()
+    with_lock = infer(tmp_path / "locked", {**files, "package-lock.json": NPM_LOCK})
+    assert with_lock.command == "npm ci --no-audit --no-fund --legacy-peer-deps"
+    # Yarn's install is not npm's: the workflow's npm line says nothing of it.
+    yarn = infer(tmp_path / "yarn", {**files, "yarn.lock": YARN1_LOCK})
+    assert "legacy" not in (yarn.command or "") and len(yarn.sources) == 1
+
+
 def test_nothing_to_install_when_package_json_names_no_dependency(tmp_path):
     plan = infer(tmp_path, {"package.json": {"name": "p", "scripts": {"test": "node --test"}}})
     assert plan.command is None

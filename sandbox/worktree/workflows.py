@@ -1,4 +1,4 @@
-"""The values a repository's CI workflows give a key (`python-version`, `node-version`), read
+r"""The values a repository's CI workflows give a key (`python-version`, `node-version`), read
 as hostile text through RepoFiles.
 
 A workflow is scanned line by line, not loaded as YAML: no YAML library is a dependency, a
@@ -7,6 +7,8 @@ loader reads the float 3.1).
 
 >>> key_values('python-version: ["3.9", 3.10, "pypy3.10"]', "python-version")
 ['3.9', '3.10', 'pypy3.10']
+>>> run_lines("steps:\n  - run: npm ci\n  - run: |\n      make \\\n        cython\n      pytest\n")
+[(2, 'npm ci'), (4, 'make cython'), (6, 'pytest')]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from sandbox.worktree.repo_files import RepoFiles
 WORKFLOWS = ".github/workflows"
 MAX_WORKFLOWS = 50
 _LINE = re.compile(r"(\s*)(?:-\s+)?([\w.-]+)\s*:(?:\s+(.*?))?\s*")
+_RUN = re.compile(r"(\s*)(?:-\s+)?run\s*:(?:\s+(.*?))?\s*")
 _MATRIX_REF = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
 
 
@@ -65,6 +68,36 @@ def key_values(text: str, *keys: str) -> list[str]:
             out.append(_unquote(value))
         else:
             out += _block_list(lines[n + 1 :], indent)
+    return out
+
+
+def run_lines(text: str) -> list[tuple[int, str]]:
+    """The shell lines of a workflow's `run:` steps, each with the number of the line it
+    starts on: `run: cmd`, and the lines of a `run: |` (or `>`) block, a line ending in a
+    backslash joined with the next. Comments and blank lines are left out."""
+    lines = text.splitlines()
+    out: list[tuple[int, str]] = []
+    for n, line in enumerate(lines):
+        match = _RUN.fullmatch(line)
+        if match is None:
+            continue
+        value = (match[2] or "").strip()
+        if value and value[0] not in "|>":
+            out.append((n + 1, _unquote(value)))
+            continue
+        indent, held, start = len(match[1]), "", 0
+        for m, more in enumerate(lines[n + 1 : n + 400], start=n + 2):
+            if more.strip() and len(more) - len(more.lstrip()) <= indent:
+                break
+            bare = more.strip()
+            if not bare or (bare.startswith("#") and not held):
+                continue
+            start = start or m
+            if bare.endswith("\\"):
+                held += bare[:-1].rstrip() + " "
+                continue
+            out.append((start, held + bare))
+            held, start = "", 0
     return out
 
 

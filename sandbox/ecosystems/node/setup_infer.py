@@ -17,7 +17,9 @@ lockfile's kind. Yarn and pnpm run through the Node image's corepack shims
 or the npm registry; inside the fence) into COREPACK_HOME, on the image's disk: the set-up image
 keeps them, and the tests' `yarn test` finds the same version offline. With no version named,
 `corepack install -g` makes the one installed corepack's default, for the same reason. npm runs with
-`--no-audit --no-fund`; never `--ignore-engines` (an engines mismatch is the project's to say).
+`--no-audit --no-fund`, plus the resolution flags the CI's own install gives (`--legacy-peer-deps`:
+sandbox/ecosystems/node/ci_install.py, said with its file and line); never `--ignore-engines` (an
+engines mismatch is the project's to say).
 Install scripts (postinstall, prepare) are the repository's code: they run in the set-up
 container, inside its fence, never on the host.
 """
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.node.ci_install import ci_npm_flags
 from sandbox.ecosystems.node.registries import (
     URL_VARIABLES,
     registry_hosts,
@@ -133,7 +136,11 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
             summary="nothing to install (package.json names no dependencies, and no lockfile)",
             installer=node_installer(manager, hosts=registry_hosts(repo, environ)),
         )
-    command, summary = _command(tree, manager, lockfile)
+    ci = ci_npm_flags(tree) if manager.tool == "npm" else None
+    command, summary = _command(tree, manager, lockfile, ci.flags if ci else ())
+    if ci is not None:
+        sources.append(f"{' '.join(ci.flags)} from {ci.source}")
+        summary = f"{summary or command}; {' '.join(ci.flags)} as CI gives it ({ci.source})"
     hosts = registry_hosts(repo, environ, tool=manager.tool)
     trusted = set(hosts)
     for rel, named in repository_hosts(tree).items():
@@ -197,19 +204,21 @@ def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Instal
 
 
 def _command(
-    tree: RepoFiles, manager: PackageManager, lockfile: str | None
+    tree: RepoFiles, manager: PackageManager, lockfile: str | None, ci_flags: tuple[str, ...]
 ) -> tuple[str, str | None]:
-    """The command, and a summary when it says more than the command does."""
+    """The command, and a summary when it says more than the command does; `ci_flags`: npm's
+    flags the CI gives (sandbox/ecosystems/node/ci_install.py)."""
+    npm_flags = " ".join((NPM_FLAGS, *ci_flags))
     if not manager.corepack:
         if lockfile is None:
-            command = f"npm install {NPM_FLAGS} --no-package-lock"
+            command = f"npm install {npm_flags} --no-package-lock"
             why = "no lockfile: npm install resolves versions afresh"
             return command, f"{command} (from package.json; {why})"
-        return f"npm ci {NPM_FLAGS}", None
+        return f"npm ci {npm_flags}", None
     tool = manager.tool
     frozen = lockfile is not None and _lock_tool(lockfile) == tool
     if tool == "npm":
-        install = f"npm {'ci' if frozen else 'install'} {NPM_FLAGS}"
+        install = f"npm {'ci' if frozen else 'install'} {npm_flags}"
         return f"corepack {install}", None
     # Berry and pnpm refuse to write a lockfile under CI=1 (set-up's, as the tests'): told to.
     if tool == "yarn" and manager.berry:
