@@ -258,3 +258,55 @@ def test_set_up_installs_what_a_fresh_environment_would_not_what_the_image_has(
     assert proc.returncode == 0, proc.stderr
     assert run["counts"]["passed"] == 1
     built_images.extend(_setup_images(proc.stderr))
+
+
+CI_TEST_JOB = """\
+name: tests
+on: [push, pull_request]
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    steps:
+      - run: python -m pip install build twine
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: |
+          python -m pip install -U pip
+          python -m pip install 'roundto==1.0' codecov
+      - run: pytest -q
+"""
+
+
+def test_what_only_the_ci_s_test_job_installs_is_installed_and_said_with_its_line(
+    make_repo,
+    tmp_path,
+    docker_client,
+    make_package_index,  # noqa: F811
+    built_images,  # noqa: F811
+):
+    # The tests import `roundto`, which no project file names: only the workflow's test job
+    # installs it (its build job's twine and the upload tool codecov are not the tests').
+    dist = {
+        "version": "1.0",
+        "files": {"roundto/__init__.py": "def up(x):\n    return -(-x // 1)\n"},
+    }
+    index = make_package_index(network="bridge", dists={"roundto": dist}, wheels=real_wheels())
+    ip = index.ip("bridge")
+    env = {"PIP_INDEX_URL": f"http://{ip}:8000/simple/", "PIP_TRUSTED_HOST": ip}
+    files = {
+        "pyproject.toml": f'# {os.urandom(8).hex()}\n[project]\nname = "ceil"\nversion = "1"\n',
+        "tests/test_up.py": "from roundto import up\n\n\ndef test_up():\n    assert up(1.2) == 2\n",
+    }
+    plain = make_repo(files)
+    proc, _run = run_tests_json(plain, env)
+    assert proc.returncode != 0 and "cannot import 'roundto'" in proc.stderr, proc.stderr[-2000:]
+    repo = make_repo({**files, ".github/workflows/tests.yml": CI_TEST_JOB})
+    proc, run = run_tests_json(repo, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert run["counts"]["passed"] == 1, run
+    assert "CI's pip install (.github/workflows/tests.yml:14)" in proc.stderr
+    assert "&& python -m pip install roundto==1.0 (from" in proc.stderr
+    assert "twine" not in proc.stderr
+    assert "not followed: CI's pip install: pip, codecov (CI's own tools)" in proc.stderr

@@ -435,3 +435,45 @@ def test_python_satisfies_agrees_with_packaging() -> None:
             dotted = ".".join(map(str, version))
             expected = specifiers.SpecifierSet(spec).contains(dotted)
             assert python_satisfies(spec, version) is expected, (spec, version)
+
+
+# What the CI's test job installs beyond the files (sandbox/ecosystems/python/ci_install.py)
+
+CI = """\
+on: push
+jobs:
+  docs:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install sphinx
+      - run: make html
+  tests:
+    strategy:
+      matrix:
+        deps: ["numpy<2", "numpy>=2"]
+    steps:
+      - run: pip install "${{ matrix.deps }}" -r requirements-ci.txt
+      - run: python -m pip install --upgrade pip wheel pandas 'mypy==1.20.1' ./vendor/lib
+      - run: |
+          pip install tox \\
+            coverage[toml]
+          tox -e py
+"""
+
+
+def test_the_ci_test_job_s_requirements_join_the_install_with_their_lines(tmp_path):
+    repo = write(tmp_path, {"pyproject.toml": BUILD, ".github/workflows/ci.yml": CI})
+    plan = infer_setup(repo)
+    # Not the docs job's sphinx; not a matrix value, a requirements file or a path.
+    assert plan.command == f"{PIP} -e . && {PIP} pandas mypy==1.20.1 'coverage[toml]'"
+    assert plan.sources == (
+        "pyproject.toml [build-system]",
+        "CI's pip install (.github/workflows/ci.yml:14, .github/workflows/ci.yml:16)",
+    )
+    assert "CI's pip install: pip, wheel, tox (CI's own tools)" in plan.notes
+
+
+def test_a_workflow_with_no_test_job_adds_nothing(tmp_path):
+    lint = "jobs:\n  lint:\n    steps:\n      - run: pip install flake8 mypy\n      - run: mypy .\n"
+    repo = write(tmp_path, {"pyproject.toml": BUILD, ".github/workflows/lint.yml": lint})
+    assert infer_setup(repo).command == f"{PIP} -e ."

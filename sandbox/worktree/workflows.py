@@ -7,6 +7,8 @@ loader reads the float 3.1).
 
 >>> key_values('python-version: ["3.9", 3.10, "pypy3.10"]', "python-version")
 ['3.9', '3.10', 'pypy3.10']
+>>> workflow_jobs("on: push\njobs:\n  lint:\n    steps: []\n  test:\n    runs-on: x\n")
+[('lint', 3, 4), ('test', 5, 6)]
 >>> run_lines("steps:\n  - run: npm ci\n  - run: |\n      make \\\n        cython\n      pytest\n")
 [(2, 'npm ci'), (4, 'make cython'), (6, 'pytest')]
 """
@@ -69,6 +71,31 @@ def key_values(text: str, *keys: str) -> list[str]:
         else:
             out += _block_list(lines[n + 1 :], indent)
     return out
+
+
+def workflow_jobs(text: str) -> list[tuple[str, int, int]]:
+    """Each job of a GitHub Actions workflow: its key and the numbers of its first and last
+    lines (the keys indented one level under a top-level `jobs:`)."""
+    lines = text.splitlines()
+    top = next((n for n, line in enumerate(lines) if re.fullmatch(r"jobs\s*:\s*", line)), None)
+    if top is None:
+        return []
+    jobs: list[tuple[str, int, int]] = []
+    indent = None
+    for n in range(top + 1, len(lines)):
+        bare = _strip_comment(lines[n])
+        if not bare.strip():
+            continue
+        depth = len(bare) - len(bare.lstrip())
+        if depth == 0:
+            break
+        indent = depth if indent is None else indent
+        key = re.fullmatch(r"\s*([\w-]+)\s*:\s*", bare)
+        if depth == indent and key:
+            jobs.append((key[1], n + 1, n + 1))
+        elif jobs:
+            jobs[-1] = (jobs[-1][0], jobs[-1][1], n + 1)
+    return jobs
 
 
 def run_lines(text: str) -> list[tuple[int, str]]:

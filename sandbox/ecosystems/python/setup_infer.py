@@ -1,7 +1,8 @@
 """Infer the dependency set-up a Python developer would run on a fresh clone of a repository.
 
 Used when `worker fix` gets no `--setup`. Everything is read, never executed: pyproject.toml,
-setup.cfg, setup.py's presence, requirement files, tox.ini and lock files (`setup_locks`). The
+setup.cfg, setup.py's presence, requirement files, tox.ini and lock files (`setup_locks`), then
+what the CI's test jobs pip-install beyond them (`ci_install`). The
 repository is hostile input (read through sandbox/worktree/repo_files.py: symlinks are never
 followed,
 files over 1 MB are not read, a malformed file becomes a note, never an error), and includes nest
@@ -19,6 +20,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.python.ci_install import ci_requirements
 from sandbox.ecosystems.python.installer import PIP as PIP_INSTALLER
 from sandbox.ecosystems.python.setup_locks import (
     TOOL_VENV,
@@ -293,6 +295,14 @@ def infer_setup(repo: Path) -> SetupPlan:
         fallback = f" || ( rm -rf {TOOL_VENV}; {command} )" if command else ""
         command = f"( {lock.command} ){fallback}" if fallback else lock.command
         sources.insert(0, lock.source)
+    if (ci := ci_requirements(tree)) is not None:
+        also = f"{PIP} {shlex.join(ci.requirements)}"
+        command = f"{command} && {also}" if command else also
+        sources.append(f"CI's pip install ({', '.join(ci.sources)})")
+        if summary is not None:
+            summary += f"; then {also} as CI does"
+        if ci.left_out:
+            tree.notes.append(f"CI's pip install: {', '.join(ci.left_out)} (CI's own tools)")
     return SetupPlan(
         command=command,
         sources=tuple(sources),
