@@ -26,10 +26,12 @@ from sandbox.ecosystems.python.pytest_command import (
     narrowed,
 )
 from sandbox.ecosystems.python.setup_infer import infer_setup
+from sandbox.ecosystems.python.tox_command import tox_test_command
 from sandbox.setup.plan import SetupPlan
 from sandbox.source.grounding import Grounding
 from sandbox.source.places import LineCounts
 from sandbox.testrun.junit import TestSummary, parse_junit
+from sandbox.worktree.repo_files import RepoFiles
 
 if TYPE_CHECKING:
     import docker
@@ -62,8 +64,9 @@ class Python:
             return False
 
     def test_command(self, repo: Path) -> str | None:
+        """pytest, as tox.ini's [testenv] runs it when it says more (tox_command.py)."""
         if self.recognises(repo) or self.recognises_loosely(repo):
-            return DEFAULT_TEST_CMD
+            return tox_test_command(RepoFiles(repo)) or DEFAULT_TEST_CMD
         return None
 
     def instrument(
