@@ -310,3 +310,36 @@ def test_what_only_the_ci_s_test_job_installs_is_installed_and_said_with_its_lin
     assert "&& python -m pip install roundto==1.0 (from" in proc.stderr
     assert "twine" not in proc.stderr
     assert "not followed: CI's pip install: pip, codecov (CI's own tools)" in proc.stderr
+
+
+SERVICES_WORKFLOW = """\
+on: push
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    services:
+      postgres:
+        image: postgres:16
+        env:
+          POSTGRES_PASSWORD: postgres
+      redis:
+        image: redis
+    steps:
+      - run: pytest
+"""
+
+
+def test_the_services_ci_starts_are_said_as_not_provided_before_the_tests(make_repo):
+    repo = make_repo(
+        {
+            "tests/test_one.py": "def test_one():\n    assert True\n",
+            ".github/workflows/ci.yml": SERVICES_WORKFLOW,
+        }
+    )
+    proc, run = run_tests_json(repo, {})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert run["counts"]["passed"] == 1
+    assert (
+        "CI starts services the sandbox does not provide: postgres (.github/workflows/ci.yml:6), "
+        "redis (.github/workflows/ci.yml:10); tests that need them fail here"
+    ) in proc.stderr

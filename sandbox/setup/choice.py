@@ -22,6 +22,8 @@ from sandbox.ecosystems.base import Ecosystem
 from sandbox.setup.cache import SetupSpec
 from sandbox.setup.installer import PLAIN, Installer
 from sandbox.setup.plan import SetupPlan
+from sandbox.worktree.repo_files import RepoFiles
+from sandbox.worktree.workflows import workflow_services, workflow_texts
 
 Source = Literal["given", "inferred", "none", "off"]
 
@@ -35,6 +37,9 @@ class SetupChoice:
     plan: SetupPlan | None = None
     #: The repository's language, which checks the image before set-up runs.
     ecosystem: Ecosystem | None = None
+    #: The services the CI's jobs start (`postgres (.github/workflows/ci.yml:14)`): none is
+    #: provided in the sandbox, and the user is told so before anything runs.
+    services: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for the user, said before the set-up runs ("": nothing to add to the
@@ -69,6 +74,7 @@ class SetupChoice:
             "env_names": list(spec.env_names) if spec else [],
             "requires_python": plan.requires_python if plan else None,
             "timeout_s": spec.timeout_s if spec else None,
+            "ci_services": list(self.services),
         }
 
 
@@ -95,13 +101,30 @@ def choose_setup(
             installer=_installer(repo, plan, ecosystem),
         )
 
+    services = ci_services(repo)
+
+    def choice(source: Source, command: str | None, plan: SetupPlan | None) -> SetupChoice:
+        made = None if command is None else spec(command)
+        return SetupChoice(
+            source=source, spec=made, plan=plan, ecosystem=ecosystem, services=services
+        )
+
     if config.setup:
-        return SetupChoice(source="given", spec=spec(config.setup), plan=plan, ecosystem=ecosystem)
+        return choice("given", config.setup, plan)
     if plan is None:
-        return SetupChoice(source="off", spec=None, ecosystem=ecosystem)
+        return choice("off", None, None)
     if plan.command is None:
-        return SetupChoice(source="none", spec=None, plan=plan, ecosystem=ecosystem)
-    return SetupChoice(source="inferred", spec=spec(plan.command), plan=plan, ecosystem=ecosystem)
+        return choice("none", None, plan)
+    return choice("inferred", plan.command, plan)
+
+
+def ci_services(repo: Path) -> tuple[str, ...]:
+    """The services the repository's CI workflows start, each with its file and line."""
+    files = RepoFiles(repo)
+    found = []
+    for rel, text in workflow_texts(files):
+        found += [f"{name} ({rel}:{line})" for name, line in workflow_services(text)]
+    return tuple(dict.fromkeys(found))[:10]
 
 
 def _installer(repo: Path, plan: SetupPlan | None, ecosystem: Ecosystem | None) -> Installer:
@@ -126,6 +149,11 @@ def before_setup(
         say(said)
     for note in choice.plan.notes if choice.plan and choice.spec else ():
         say(f"set-up: not followed: {note}")
+    if choice.services:
+        say(
+            f"CI starts services the sandbox does not provide: {', '.join(choice.services)}; "
+            "tests that need them fail here"
+        )
     if choice.ecosystem is None:
         return {}
     return choice.ecosystem.check_image(client, image, plan=choice.plan)

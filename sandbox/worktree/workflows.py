@@ -9,6 +9,8 @@ loader reads the float 3.1).
 ['3.9', '3.10', 'pypy3.10']
 >>> workflow_jobs("on: push\njobs:\n  lint:\n    steps: []\n  test:\n    runs-on: x\n")
 [('lint', 3, 4), ('test', 5, 6)]
+>>> workflow_services("jobs:\n  t:\n    services:\n      db:\n        image: postgres\n")
+[('db', 4)]
 >>> run_lines("steps:\n  - run: npm ci\n  - run: |\n      make \\\n        cython\n      pytest\n")
 [(2, 'npm ci'), (4, 'make cython'), (6, 'pytest')]
 """
@@ -96,6 +98,31 @@ def workflow_jobs(text: str) -> list[tuple[str, int, int]]:
         elif jobs:
             jobs[-1] = (jobs[-1][0], jobs[-1][1], n + 1)
     return jobs
+
+
+def workflow_services(text: str) -> list[tuple[str, int]]:
+    """The services a workflow's jobs start (the keys under a job's `services:`), each with
+    the number of its line."""
+    lines = text.splitlines()
+    out: list[tuple[str, int]] = []
+    for _job, first, last in workflow_jobs(text):
+        for n in range(first, last):
+            found = re.fullmatch(r"(\s*)services\s*:\s*", _strip_comment(lines[n - 1]))
+            if found is None:
+                continue
+            indent, child = len(found[1]), None
+            for m in range(n, last):
+                bare = _strip_comment(lines[m])
+                if not bare.strip():
+                    continue
+                depth = len(bare) - len(bare.lstrip())
+                if depth <= indent:
+                    break
+                child = depth if child is None else child
+                key = re.fullmatch(r"\s*([\w.-]+)\s*:.*", bare)
+                if depth == child and key:
+                    out.append((key[1], m + 1))
+    return out
 
 
 def run_lines(text: str) -> list[tuple[int, str]]:
