@@ -94,11 +94,7 @@ def ci_test_flags(files: RepoFiles) -> list[str]:
             at = line.find("cargo test")
             if at < 0:
                 continue
-            rest = (
-                line[at + len("cargo test") :].split("--", 1)[0]
-                if " -- " in line
-                else line[at + len("cargo test") :]
-            )
+            rest = f"{line[at + len('cargo test') :]} ".split(" -- ", 1)[0]  # not the tests' args
             flags = [m.group(1) for m in _CI_FLAGS.finditer(rest) if "${{" not in m.group(1)]
             return ["--workspace" if f == "--all" else f for f in flags]
     return []
