@@ -57,6 +57,9 @@ def test_a_pin_no_source_has_is_passed_over_for_the_next():
 
     choice = pick_rust(Ask("1.80", "rust-toolchain", pin=True))
     assert choice.line == "1.85" and choice.passed_over == ("Rust 1.80 (no source here has it)",)
+    assert pick_rust(Ask("1.96.1", "rust-toolchain", pin=True)).passed_over == ()
+    with pytest.raises(WrongRust):  # a minimum is cargo's rust-version check: the whole version
+        pick_rust(Ask("1.96.1", "Cargo.toml's rust-version", pin=False))
 
 
 @pytest.mark.parametrize(
@@ -263,3 +266,16 @@ def test_a_crate_the_environment_lacks_is_said_in_one_line():
     said = RUST.environment_problem(Run(), tmp := None, setup_said="set-up: none")  # type: ignore[arg-type]
     assert said == "the crate registry has no crate named worker-no-such; set-up: none"
     del tmp
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["Cargo.toml", "core/Cargo.toml", "Cargo.lock", "rust-toolchain", "rust-toolchain.toml",
+     ".cargo/config.toml", "build.rs", "core/build.rs", "benches/speed.rs", "tests/it.rs",
+     "core/tests/it.rs"],
+)  # fmt: skip
+def test_a_rust_projects_manifests_and_tests_are_not_the_models(rel):
+    from policies.paths import PathPolicy
+
+    assert not PathPolicy().is_writable(rel)
+    assert PathPolicy().is_writable("src/lib.rs") and PathPolicy().is_writable("core/src/x.rs")

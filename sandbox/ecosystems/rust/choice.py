@@ -158,7 +158,9 @@ def pick_rust(ask: Ask | None) -> RustChoice:
         raise WrongRust(
             f"{ask.where} asks for Rust {text!r}{plain}; only stable releases are: {_available()}"
         )
-    fits = [s for s in SOURCES if s.version >= wanted]
+    # A pin's patch release is the line's (1.96.1 runs on 1.96.0: bug fixes alone); a
+    # minimum is cargo's to check, and cargo compares the whole version.
+    fits = [s for s in SOURCES if (s.version[:2] >= wanted[:2] if ask.pin else s.version >= wanted)]
     if not fits:
         raise WrongRust(
             f"{ask.where} asks for Rust {text} or newer; the newest here is "
