@@ -206,15 +206,45 @@ def test_a_helper_of_the_test_module_is_guarded_and_deleting_the_file_too():
 
 
 def test_set_up_fetches_locked_through_the_registry_only(tmp_path):
-    repo = _write(tmp_path, {**CRATE, "Cargo.toml": CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
-                             'local = { path = "local" }\n'
-                             'gitdep = { git = "https://e.x/g" }\n'})  # fmt: skip
-    plan = RUST.infer_setup(repo)
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\nlocal = { path = "local" }\n'
+    manifest += 'gitdep = { git = "https://e.x/g" }\nmine = { version = "1", registry = "corp" }\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=tmp_path / "home")
     assert plan.command == "cargo fetch --locked && { cargo test --no-run || true; }"
     assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
     assert "Cargo.lock" in plan.installer.inputs and "**/Cargo.toml" in plan.installer.inputs
     assert any("gitdep is a git dependency" in n for n in plan.notes)
+    assert any("mine comes from the registry 'corp'" in n for n in plan.notes)
     assert RUST.infer_setup(_write(tmp_path / "none", CRATE)).command is None
+
+
+def test_the_users_registries_are_let_through_and_their_tokens_reach_the_fetch_alone(tmp_path):
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'mine = { version = "1", registry = "corp" }\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    home = _write(
+        tmp_path / "home",
+        {"config.toml": '[registries.corp]\nindex = "sparse+https://crates.corp.example/index/"\n'},
+    )
+    environ = {"CARGO_REGISTRIES_OTHER_INDEX": "sparse+https://other.example/api/",
+               "CARGO_REGISTRIES_CORP_TOKEN": "secret", "PATH": "/bin"}  # fmt: skip
+    plan = infer_rust_setup(repo, "cargo test", environ=environ, cargo_home=home)
+    installer = plan.installer
+    assert "crates.corp.example" in installer.hosts
+    assert installer.env["CARGO_REGISTRIES_CORP_INDEX"] == (
+        "sparse+https://crates.corp.example/index/"
+    )
+    assert installer.url_variables == ("CARGO_REGISTRIES_OTHER_INDEX",)
+    assert installer.passed == ("CARGO_REGISTRIES_CORP_TOKEN",)
+    assert "secret" not in str(installer.key_parts())  # a name, never a value
+    assert plan.command == (
+        "cargo fetch --locked && "
+        "{ env -u CARGO_REGISTRIES_CORP_TOKEN cargo test --no-run || true; }"
+    )
+    assert not any("registry 'corp'" in n for n in plan.notes)
 
 
 def test_the_test_command_takes_the_workspace_and_cis_features(tmp_path):

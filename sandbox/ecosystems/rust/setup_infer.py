@@ -18,13 +18,28 @@ seed_command): the agent's first `cargo test` compiles the project's own crates,
 dependencies. A project that does not compile yet still sets up (the build's failure is the
 tests' to report: `|| true` after a fetch that succeeded). A project with no dependency needs
 no set-up.
+
+The registries the *user* names are let through too: each `CARGO_REGISTRIES_<NAME>_INDEX` set
+in the environment (passed, its host allowed), and each `[registries.<name>] index` of the
+user's own `$CARGO_HOME/config.toml` (~/.cargo/config.toml: its URL given to set-up as
+`CARGO_REGISTRIES_<NAME>_INDEX`, its host allowed). A registry's downloads must come from its
+index's host (a `dl` elsewhere: --setup-network full). Their tokens
+(`CARGO_REGISTRIES_<NAME>_TOKEN`, `CARGO_REGISTRY_TOKEN`) reach `cargo fetch` alone: the build
+that follows, whose build scripts are the repository's code, runs without them.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+import tomllib
 
 from sandbox.ecosystems.rust.choice import manifests
 from sandbox.ecosystems.rust.command import CargoTest
@@ -55,15 +70,74 @@ RUST_INSTALLER = Installer(
 )
 
 
-def infer_rust_setup(repo: Path, test_cmd: str) -> SetupPlan:
+_INDEX_VARIABLE = re.compile(r"CARGO_REGISTRIES_(\w+)_INDEX")
+_TOKEN_VARIABLE = re.compile(r"CARGO_REGISTRIES_\w+_TOKEN|CARGO_REGISTRY_TOKEN")
+
+
+def user_installer(environ: Mapping[str, str], home: Path | None) -> tuple[Installer, set[str]]:
+    """RUST_INSTALLER with the registries the user names (the module docstring), and their
+    names as a Cargo.toml's `registry = "name"` says them."""
+    named = sorted(n for n in environ if _INDEX_VARIABLE.fullmatch(n) and environ[n])
+    tokens = sorted(n for n in environ if _TOKEN_VARIABLE.fullmatch(n))
+    names = {
+        m.group(1).lower().replace("_", "-") for n in named if (m := _INDEX_VARIABLE.fullmatch(n))
+    }
+    env = dict(RUST_INSTALLER.env)
+    hosts = list(RUST_INSTALLER.hosts)
+    config = _user_config(home)
+    for name, table in sorted((config.get("registries") or {}).items()):
+        index = table.get("index") if isinstance(table, dict) else None
+        variable = f"CARGO_REGISTRIES_{name.upper().replace('-', '_')}_INDEX"
+        if not isinstance(index, str) or variable in named:
+            continue
+        host = urlsplit(index).hostname or ""
+        if not host:
+            continue
+        env[variable] = index
+        hosts.append(host.lower())
+        names.add(name.lower())
+    installer = replace(
+        RUST_INSTALLER,
+        hosts=tuple(dict.fromkeys(hosts)),
+        url_variables=tuple(named),
+        passed=tuple(tokens),
+        env=env,
+    )
+    return installer, names
+
+
+def _user_config(home: Path | None) -> dict[str, Any]:
+    """The user's own cargo configuration (never the repository's), {} when none is read."""
+    if home is None:
+        return {}
+    for name in ("config.toml", "config"):
+        try:
+            return tomllib.loads((home / name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+    return {}
+
+
+def infer_rust_setup(
+    repo: Path,
+    test_cmd: str,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cargo_home: Path | None = None,
+) -> SetupPlan:
     """`cargo fetch` and `cargo test --no-run` (the module docstring) for a project that
-    depends on any crate; none for one that depends on none."""
+    depends on any crate; none for one that depends on none. `environ` (os.environ by
+    default) and `cargo_home` (its CARGO_HOME, else ~/.cargo) name the user's registries."""
+    environ = os.environ if environ is None else environ
+    if cargo_home is None:
+        cargo_home = Path(environ.get("CARGO_HOME") or Path.home() / ".cargo")
+    installer, registries = user_installer(environ, cargo_home)
     files = RepoFiles(repo)
     found = manifests(files)
     if not found:
-        return SetupPlan(command=None, summary="no Cargo.toml", installer=RUST_INSTALLER)
+        return SetupPlan(command=None, summary="no Cargo.toml", installer=installer)
     sources = tuple(name for name, _ in found)
-    count, notes = _dependencies(found)
+    count, notes = _dependencies(found, registries)
     notes += _repository_registries(files)
     if count == 0:
         return SetupPlan(
@@ -71,13 +145,15 @@ def infer_rust_setup(repo: Path, test_cmd: str) -> SetupPlan:
             sources=sources,
             notes=tuple(notes),
             summary="nothing to fetch: no Cargo.toml depends on a crate",
-            installer=RUST_INSTALLER,
+            installer=installer,
         )
     locked = files.exists("Cargo.lock")
     parsed = CargoTest.parse(test_cmd)
     flags = [] if parsed is None else _build_flags(parsed)
     fetch = "cargo fetch --locked" if locked else "cargo fetch"
-    build = shlex.join(["cargo", "test", "--no-run", *flags])
+    # The tokens reach the fetch alone: the build runs the repository's build scripts.
+    unset = [w for t in installer.passed for w in ("-u", t)]
+    build = shlex.join([*(["env", *unset] if unset else []), "cargo", "test", "--no-run", *flags])
     return SetupPlan(
         command=f"{fetch} && {{ {build} || true; }}",
         sources=(*sources, *(("Cargo.lock",) if locked else ())),
@@ -86,7 +162,7 @@ def infer_rust_setup(repo: Path, test_cmd: str) -> SetupPlan:
         f"{len(found)} Cargo.toml"
         f"{', as Cargo.lock pins them' if locked else ''}), then the tests' dependencies "
         "compiled (cargo test --no-run)",
-        installer=RUST_INSTALLER,
+        installer=installer,
     )
 
 
@@ -96,7 +172,9 @@ def _build_flags(parsed: CargoTest) -> list[str]:
             and f != "--no-fail-fast"]  # fmt: skip
 
 
-def _dependencies(found: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[str]]:
+def _dependencies(
+    found: list[tuple[str, dict[str, Any]]], registries: set[str]
+) -> tuple[int, list[str]]:
     count = 0
     notes: list[str] = []
     for name, manifest in found:
@@ -117,10 +195,14 @@ def _dependencies(found: list[tuple[str, dict[str, Any]]]) -> tuple[int, list[st
                         f"{name}: {crate} is a git dependency ({spec['git']}): the fence lets "
                         "only the crate registry through (--setup-network full for more)"
                     )
-                elif isinstance(spec, dict) and "registry" in spec:
+                elif isinstance(spec, dict) and str(spec.get("registry", "")).lower() not in (
+                    "",
+                    *registries,
+                ):
                     notes.append(
                         f"{name}: {crate} comes from the registry {spec['registry']!r}: not "
-                        "let through unless you name it"
+                        "let through unless you name it (CARGO_REGISTRIES_<NAME>_INDEX or your "
+                        "~/.cargo/config.toml)"
                     )
     return count, notes
 
