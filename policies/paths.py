@@ -51,7 +51,9 @@ TEST_GLOBS: tuple[str, ...] = (
 #: the TypeScript and Babel set-up the tests compile with, the lockfiles and what picks the
 #: registry and the Node version (a fix that changes how the tests run is not a fix). Go's:
 #: go.mod, go.sum and vendor/ (a fix that changes the module's dependencies is not a bug fix),
-#: go.work and its sum (which modules a build uses).
+#: go.work and its sum (which modules a build uses). Rust's: every Cargo.toml and the lockfile,
+#: the toolchain file, cargo's configuration, build scripts and benches (tests/ is a test glob;
+#: the tests inside a source file are guarded by sandbox/ecosystems/base.py: weakened_tests).
 DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/pytest.ini",
     "**/tox.ini",
@@ -87,6 +89,13 @@ DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/go.work",
     "**/go.work.sum",
     "**/vendor/**",
+    "**/Cargo.toml",
+    "**/Cargo.lock",
+    "**/rust-toolchain",
+    "**/rust-toolchain.toml",
+    "**/.cargo/**",
+    "**/build.rs",
+    "**/benches/**",
     ".github/**",
     ".gitlab-ci.yml",
     ".circleci/**",

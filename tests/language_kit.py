@@ -15,6 +15,11 @@ from typing import Any
 
 import pytest
 
+from tests.rust_projects import BROKEN as RUST_BROKEN
+from tests.rust_projects import CRATE as RUST_CRATE
+from tests.rust_projects import FAILING as RUST_FAILING
+from tests.rust_projects import FIX as RUST_FIX
+from tests.rust_projects import FORGE as RUST_FORGE
 from tests.test_fix_cli import BUGGY as PY_BUGGY
 from tests.test_fix_cli import GOOD_PATCH as PY_FIX
 from tests.test_go_fix import GOOD_PATCH as GO_FIX
@@ -65,6 +70,14 @@ def _go_index(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
         yield {"WORKER_GO_INDEX": served.url}
 
 
+@contextmanager
+def _rust_image(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    from tests.rust_projects import ensure_rust_image
+
+    ensure_rust_image(request.getfixturevalue("docker_client"))  # built once, then found
+    yield {}
+
+
 def _node_broken() -> dict[str, Any]:
     files = node_project()
     files["test/stats.test.js"] = "const pad = require('left-pad');\n" + files["test/stats.test.js"]
@@ -104,5 +117,14 @@ KITS: tuple[Kit, ...] = (
             'import "testing"', 'import (\n\t"testing"\n\n\t"example.com/missing/pkg"\n)'
         ).replace("func TestAdd(t *testing.T) {", "func TestAdd(t *testing.T) {\n\t_ = pkg.X")},
         environment=_go_index,
+    ),
+    Kit(
+        name="rust",
+        project=RUST_CRATE,
+        failing=RUST_FAILING,
+        fix=RUST_FIX,
+        forge=RUST_FORGE,
+        broken=RUST_BROKEN,  # a dependency crates.io has not: set-up's fetch says so
+        environment=_rust_image,
     ),
 )  # fmt: skip

@@ -20,6 +20,7 @@ from typing import Any
 
 from policies.paths import Decision, PathRefused
 from sandbox.ecosystems import ecosystem_of_source
+from sandbox.ecosystems.base import weakened_tests
 from sandbox.worktree.diff import GitApply, file_paths
 from tools.base import Observation, Tool, ToolContext, failed
 from tools.patch_diagnose import ambiguous, explain, failing_hunk
@@ -117,7 +118,8 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         refused = _not_applied(files, originals, result.output)
         return replace(refused, text="\n".join([refused.text, *notes])) if notes else refused
     broken = _syntax_errors(files, originals, ctx)
-    if broken or _changes_no_code(files, originals, ctx):
+    weakened = "" if broken or ctx.paths.allow_edit_tests else _weakened(files, originals, ctx)
+    if broken or weakened or _changes_no_code(files, originals, ctx):
         # Undone in the sandbox, then put back byte for byte by the host where it differs.
         ctx.box.run(f"{_GIT} -R {mode} {staged}", timeout_s=60)
         ctx.box.pull(fp.path for fp in files)
@@ -125,6 +127,9 @@ def execute(args: dict[str, Any], ctx: ToolContext) -> Observation:
         if broken:
             text = f"patch rolled back, nothing was changed: it breaks the file's syntax.\n{broken}"
             return Observation(ok=False, text=text, data={**undone, "syntax_error": broken})
+        if weakened:
+            text = f"patch rolled back, nothing was changed: {weakened} (tests are not yours)"
+            return Observation(ok=False, text=text, data={**undone, "weakens_tests": weakened})
         return Observation(ok=False, text=NO_CODE_CHANGE, data={**undone, "no_code_change": True})
     applied = _applied(files, mode, result.output)
     if notes:
@@ -236,6 +241,21 @@ def _syntax_errors(
         real = ctx.paths.resolve(ctx.workspace, fp.path)
         if (error := ecosystem.syntax_error(real.read_bytes(), fp.path)) is not None:
             return error
+    return ""
+
+
+def _weakened(files: list[FilePatch], originals: dict[str, _Original], ctx: ToolContext) -> str:
+    """Why the patch weakens the tests inside a source file (a language whose unit tests live
+    there: sandbox/ecosystems/base.py, `weakened_tests`), or ''."""
+    for fp in files:
+        before = originals[fp.path].data
+        ecosystem = ecosystem_of_source(fp.path)
+        if ecosystem is None or before is None:
+            continue
+        real = ctx.paths.resolve(ctx.workspace, fp.path)
+        after = real.read_bytes() if fp.status != "D" and real.is_file() else b""
+        if (why := weakened_tests(ecosystem, before, after, fp.path)) is not None:
+            return why
     return ""
 
 

@@ -228,10 +228,13 @@ def build_from_context(
     write_context: Callable[[IO[bytes]], None],
     labels: dict[str, str],
     progress: Progress,
+    network_mode: str = "none",
 ) -> None:
     """Build `name` from the tar build context `write_context` writes (its Dockerfile and files),
-    FROM the sandbox image (the build argument BASE), with no network and nothing pulled; a
-    failure is an ImageError with the build's last lines."""
+    FROM the sandbox image (the build argument BASE), with no network (`network_mode`
+    "default": the Dockerfile's own RUN steps reach the network, for a toolchain from Debian's
+    apt mirror; no code of a repository runs in such a build) and nothing pulled; a failure is
+    an ImageError with the build's last lines."""
     progress(f"building {name}")
     tail: list[str] = []
     with tempfile.TemporaryFile(prefix="worker-context-") as context:
@@ -244,7 +247,7 @@ def build_from_context(
                 tag=name,
                 buildargs={"BASE": DEFAULT_IMAGE},
                 labels=labels,
-                network_mode="none",
+                network_mode=network_mode,
                 rm=True,
                 forcerm=True,
                 pull=False,

@@ -35,11 +35,13 @@ def ensure_toolchain_image(
     fits: Callable[[Mapping[str, str]], bool],
     fetch: Callable[[], Fetched],
     progress: Progress,
+    network_mode: str = "none",
 ) -> tuple[dict[str, str], float | None]:
     """The labels of image `name` for toolchain `version`, built now (by what `fetch` returns)
     unless there already from the same base, version and Dockerfile and `fits` its labels;
-    the seconds the build took, None when it was there. Workers on one host build it one at a
-    time; the others wait, then find it current."""
+    the seconds the build took, None when it was there. `network_mode`: the build's
+    (build_from_context); "none" unless the Dockerfile installs from a package mirror.
+    Workers on one host build it one at a time; the others wait, then find it current."""
     base = ensure_image(client, progress=progress)
     recipe = hashlib.sha256(f"{base.id}\n{version}\n{dockerfile}".encode()).hexdigest()
 
@@ -58,6 +60,7 @@ def ensure_toolchain_image(
         held, write_context = fetch()
         labels = {LABEL_RECIPE: recipe, **held}
         build_from_context(
-            client, name=name, write_context=write_context, labels=labels, progress=progress
-        )
+            client, name=name, write_context=write_context, labels=labels, progress=progress,
+            network_mode=network_mode,
+        )  # fmt: skip
         return labels, round(time.monotonic() - started, 1)

