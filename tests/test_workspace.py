@@ -108,3 +108,18 @@ def test_names_like_options_modes_times_and_hard_links_are_copied_as_files(make_
     assert (ws.path / "a.py").read_text() == "a\n"
     assert ws.changed_files() == ["hard.py"]
     assert (repo / "hard.py").read_text() == "a\n"
+
+
+def test_a_populated_submodule_s_files_are_copied_an_empty_one_s_are_not(make_repo, tmp_path):
+    # A test suite's data in a submodule (toml-test, say): its files come from the user's
+    # checkout, as they are there; nothing is fetched.
+    data = make_repo({"cases/one.toml": "a = 1\n"})
+    other = make_repo({"x.txt": "x\n"})
+    repo = make_repo({"test_data.py": "def test_x():\n    pass\n"})
+    for source, where in ((data, "tests/data"), (other, "vendor/other")):
+        git(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(source), where)
+    git(repo, "commit", "-q", "-m", "submodules")
+    git(repo, "submodule", "-q", "deinit", "-f", "vendor/other")  # not populated here
+    ws = snapshot(repo, tmp_path / "run", owner_uid=None)
+    assert files_in(ws.path) == {"test_data.py", ".gitmodules", "tests/data/cases/one.toml"}
+    assert (ws.path / "tests/data/cases/one.toml").read_text() == "a = 1\n"

@@ -283,14 +283,28 @@ def make_run_dir(prefix: str = "worker-run-") -> Path:
 
 def tree_files(repo: Path) -> list[str]:
     """The files a run's copy of `repo` is made of: git's tracked and untracked-not-ignored
-    files (git run with nothing of the repository's config that runs a program), or every
-    file outside the noise folders where `repo` is no repository."""
+    files (git run with nothing of the repository's config that runs a program), with the
+    tracked files of the submodules the user's checkout has populated (a test suite's data often
+    lives in one: the sandbox fetches nothing, so they come from the checkout or not at all), or
+    every file outside the noise folders where `repo` is no repository."""
     proc = user_git(repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     if proc.returncode != 0:  # no repository here (asked only then: one git process a listing)
         if user_git(repo, "rev-parse", "--show-toplevel").returncode != 0:
             return _walk(repo)
         raise SandboxError(f"cannot list the files of {repo}: {last_error_line(proc)}")
-    return sorted({p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p})
+    found = {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    if (repo / ".gitmodules").is_file():  # a second git process only where there are some
+        found |= _submodule_files(repo)
+    return sorted(found)
+
+
+def _submodule_files(repo: Path) -> set[str]:
+    """The tracked files of every populated submodule, as paths in `repo` (an unpopulated one
+    lists none: its folder is empty in the checkout)."""
+    proc = user_git(repo, "ls-files", "-z", "--cached", "--recurse-submodules")
+    if proc.returncode != 0:
+        return set()
+    return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
 def _walk(repo: Path) -> list[str]:
