@@ -45,6 +45,7 @@ TEST_GLOBS: tuple[str, ...] = (
     "**/__tests__/**",
     "**/spec/**",
     "**/*_spec.rb",
+    "**/src/it/**",  # Maven Failsafe's integration tests (src/test/ is `**/test/**`)
 )
 #: Test and CI configuration, and git internals: not writable by default. Node's: the test
 #: script and runner sections of package.json (the whole file), the runners' configuration,
@@ -54,6 +55,9 @@ TEST_GLOBS: tuple[str, ...] = (
 #: go.work and its sum (which modules a build uses). Rust's: every Cargo.toml and the lockfile,
 #: the toolchain file, cargo's configuration, build scripts and benches (tests/ is a test glob;
 #: the tests inside a source file are guarded by sandbox/ecosystems/base.py: weakened_tests).
+#: Java's: every pom.xml (a Surefire exclusion, a dependency, a skipped test are all in it),
+#: the Maven wrapper and .mvn/, the toolchains and settings files, the JDK pins, and Gradle's
+#: build scripts and wrapper.
 DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/pytest.ini",
     "**/tox.ini",
@@ -96,6 +100,22 @@ DEFAULT_WRITE_DENY: tuple[str, ...] = (
     "**/.cargo/**",
     "**/build.rs",
     "**/benches/**",
+    "**/pom.xml",
+    "**/mvnw",
+    "**/mvnw.cmd",
+    "**/.mvn/**",
+    "**/toolchains.xml",
+    "**/settings.xml",
+    "**/.java-version",
+    "**/.sdkmanrc",
+    "**/build.gradle",
+    "**/build.gradle.kts",
+    "**/settings.gradle",
+    "**/settings.gradle.kts",
+    "**/gradle.properties",
+    "**/gradlew",
+    "**/gradlew.bat",
+    "**/gradle/wrapper/**",
     ".github/**",
     ".gitlab-ci.yml",
     ".circleci/**",

@@ -15,6 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.java_projects import BROKEN as JAVA_BROKEN
+from tests.java_projects import FAILING as JAVA_FAILING
+from tests.java_projects import GOOD_PATCH as JAVA_FIX
+from tests.java_projects import PROJECT as JAVA_PROJECT
 from tests.rust_projects import BROKEN as RUST_BROKEN
 from tests.rust_projects import CRATE as RUST_CRATE
 from tests.rust_projects import FAILING as RUST_FAILING
@@ -78,6 +82,14 @@ def _rust_image(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     yield {}
 
 
+@contextmanager
+def _jdk_image(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    from sandbox.ecosystems.java.image import ensure_jdk_image
+
+    ensure_jdk_image(request.getfixturevalue("docker_client"), major=17, progress=print)
+    yield {}
+
+
 def _node_broken() -> dict[str, Any]:
     files = node_project()
     files["test/stats.test.js"] = "const pad = require('left-pad');\n" + files["test/stats.test.js"]
@@ -126,5 +138,15 @@ KITS: tuple[Kit, ...] = (
         forge=RUST_FORGE,
         broken=RUST_BROKEN,  # a dependency crates.io has not: set-up's fetch says so
         environment=_rust_image,
+    ),
+    Kit(
+        name="java",
+        project=JAVA_PROJECT,
+        failing=JAVA_FAILING,
+        fix=JAVA_FIX,
+        forge={"path": "src/main/java/com/example/Range.java", "old": "public final class Range {",
+               "new": "public final class Range {\n    static {\n        System.exit(0);\n    }\n"},
+        broken=JAVA_BROKEN,  # a test dependency no repository has
+        environment=_jdk_image,
     ),
 )  # fmt: skip

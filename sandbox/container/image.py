@@ -229,12 +229,14 @@ def build_from_context(
     labels: dict[str, str],
     progress: Progress,
     network_mode: str = "none",
+    base: str = DEFAULT_IMAGE,
 ) -> None:
     """Build `name` from the tar build context `write_context` writes (its Dockerfile and files),
-    FROM the sandbox image (the build argument BASE), with no network (`network_mode`
-    "default": the Dockerfile's own RUN steps reach the network, for a toolchain from Debian's
-    apt mirror; no code of a repository runs in such a build) and nothing pulled; a failure is
-    an ImageError with the build's last lines."""
+    FROM the sandbox image `base` (the build argument BASE; the default image unless a toolchain
+    is one another Debian release packages), with no network (`network_mode` "default": the
+    Dockerfile's own RUN steps reach the network, for a toolchain from Debian's apt mirror; no
+    code of a repository runs in such a build) and nothing pulled; a failure is an ImageError
+    with the build's last lines."""
     progress(f"building {name}")
     tail: list[str] = []
     with tempfile.TemporaryFile(prefix="worker-context-") as context:
@@ -245,7 +247,7 @@ def build_from_context(
                 fileobj=context,
                 custom_context=True,
                 tag=name,
-                buildargs={"BASE": DEFAULT_IMAGE},
+                buildargs={"BASE": base},
                 labels=labels,
                 network_mode=network_mode,
                 rm=True,

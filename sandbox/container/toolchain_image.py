@@ -20,6 +20,7 @@ from sandbox.container.image import (
     image_exists,
     one_builder,
 )
+from sandbox.container.suites import DEFAULT_SUITE, Suite
 
 #: What a language builds its image from once it has fetched its archives: the labels that
 #: say what the image holds, and what writes its build context (a Dockerfile and the files).
@@ -36,13 +37,16 @@ def ensure_toolchain_image(
     fetch: Callable[[], Fetched],
     progress: Progress,
     network_mode: str = "none",
+    suite: Suite = DEFAULT_SUITE,
 ) -> tuple[dict[str, str], float | None]:
     """The labels of image `name` for toolchain `version`, built now (by what `fetch` returns)
     unless there already from the same base, version and Dockerfile and `fits` its labels;
     the seconds the build took, None when it was there. `network_mode`: the build's
     (build_from_context); "none" unless the Dockerfile installs from a package mirror.
-    Workers on one host build it one at a time; the others wait, then find it current."""
-    base = ensure_image(client, progress=progress)
+    `suite`: the Debian release whose sandbox image it is built on (a toolchain that release
+    packages). Workers on one host build it one at a time; the others wait, then find it
+    current."""
+    base = ensure_image(client, name=suite.image, suite=suite, progress=progress)
     recipe = hashlib.sha256(f"{base.id}\n{version}\n{dockerfile}".encode()).hexdigest()
 
     def current() -> dict[str, str] | None:
@@ -61,6 +65,6 @@ def ensure_toolchain_image(
         labels = {LABEL_RECIPE: recipe, **held}
         build_from_context(
             client, name=name, write_context=write_context, labels=labels, progress=progress,
-            network_mode=network_mode,
+            network_mode=network_mode, base=suite.image,
         )  # fmt: skip
         return labels, round(time.monotonic() - started, 1)

@@ -1,0 +1,139 @@
+"""The sandbox image for one JDK: `worker-sandbox:jdk17`, built once on a Debian sandbox image.
+
+The JDK and Maven are Debian's packages (openjdk-N-jdk-headless, maven), installed by apt in
+the image's build, as the default image's own Dockerfile installs what a base lacks: the build
+reaches deb.debian.org (sandbox/container/toolchain_image.py, `network_mode="default"`), nothing else is
+fetched. JDK 17 is bookworm's, on the default sandbox image; JDK 21 is trixie's, on the trixie
+sandbox image (sandbox/container/suites.py). A .deb fetched on the host instead would need the
+host to be the same Debian release with apt, which a user's machine is not.
+
+The build also compiles the harness's Maven extension (maven/WorkerReports.java) against the
+image's Maven into EXTENSION_JAR: a run loads it with `-Dmaven.ext.class.path`, and it points
+Surefire's and Failsafe's reports into a folder that run chose at random
+(sandbox/ecosystems/java/command.py). The local repository is ~/.m2/repository, on the image's
+disk: what a set-up resolves into it is committed with the set-up image, and the tests read it
+offline (`-o`), from a root they cannot write.
+
+An image is current while its recipe label matches (this Dockerfile, the base image's id, the
+major): a new Debian point release of the JDK does not rebuild it by itself.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import IO
+
+import docker
+
+from sandbox.container.suites import SUITES, Suite
+from sandbox.container.toolchain_image import Fetched, ensure_toolchain_image
+from sandbox.worktree.workspace import SANDBOX_UID
+
+IMAGE_PREFIX = "worker-sandbox:jdk"
+LABEL_JDK = "worker.jdk.major"
+DEFAULT_JDK = 17
+#: The JDK majors here and the Debian release whose openjdk package each is.
+JDKS: dict[int, Suite] = {
+    17: next(s for s in SUITES if s.name == "bookworm"),
+    21: next(s for s in SUITES if s.name == "trixie"),
+}
+JAVA_HOME = "/usr/lib/jvm/worker-jdk"
+EXTENSION_JAR = "/usr/local/share/worker/worker-maven-reports.jar"
+EXTENSION_SOURCE = "/usr/local/share/worker/WorkerReports.java"
+LOCAL_REPOSITORY = "/home/worker/.m2/repository"
+#: A one-core sandbox starts Maven's JVM in half the time without the C2 compiler; the local
+#: repository is named, not found from the user's home: a sandbox user with no passwd entry
+#: (the worker's own uid) or root would look elsewhere (Java reads the home from passwd).
+MAVEN_OPTS = f"-XX:+TieredCompilation -XX:TieredStopAtLevel=1 -Dmaven.repo.local={LOCAL_REPOSITORY}"
+
+Progress = Callable[[str], None]
+
+
+def jdk_image_name(major: int) -> str:
+    """`worker-sandbox:jdk17` for 17."""
+    return f"{IMAGE_PREFIX}{major}"
+
+
+def supports(jdk: int, level: int) -> bool:
+    """Whether JDK `jdk`'s javac compiles for Java `level` (`--release`): its own major down
+    to 7 (JDK 12-19) or 8 (JDK 20 on).
+
+    >>> [supports(17, 8), supports(17, 21), supports(21, 7), supports(21, 11)]
+    [True, False, False, True]
+    """
+    return (7 if jdk < 20 else 8) <= level <= jdk
+
+
+def dockerfile(major: int) -> str:
+    return f"""\
+# JDK {major} and Maven from Debian's packages (sandbox/ecosystems/java/image.py); the
+# harness's Maven extension compiled against that Maven.
+ARG BASE=worker-sandbox:latest
+FROM ${{BASE}}
+ARG UID={SANDBOX_UID}
+USER root
+COPY root/ /
+RUN set -e; \\
+    apt-get update; \\
+    apt-get install -y --no-install-recommends openjdk-{major}-jdk-headless maven; \\
+    rm -rf /var/lib/apt/lists/*; \\
+    ln -sfn "$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" {JAVA_HOME}; \\
+    mkdir -p /tmp/ext/META-INF/sisu; \\
+    javac --release 8 -nowarn -Xlint:-options -cp '/usr/share/maven/lib/*' -d /tmp/ext \\
+        {EXTENSION_SOURCE}; \\
+    echo worker.maven.WorkerReports > /tmp/ext/META-INF/sisu/javax.inject.Named; \\
+    jar cf {EXTENSION_JAR} -C /tmp/ext .; rm -rf /tmp/ext; \\
+    mkdir -p {LOCAL_REPOSITORY}; chown -R ${{UID}}:${{UID}} /home/worker/.m2
+ENV JAVA_HOME={JAVA_HOME} \\
+    MAVEN_OPTS="{MAVEN_OPTS}"
+USER ${{UID}}:${{UID}}
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JdkImage:
+    """A JDK sandbox image made sure of; `built_s` None when it was there already."""
+
+    name: str
+    major: int
+    built_s: float | None = None
+
+
+def ensure_jdk_image(
+    client: docker.DockerClient, *, major: int, progress: Progress, name: str | None = None
+) -> JdkImage:
+    """Make sure the image for JDK `major` exists and is current (built on its Debian
+    release's sandbox image, made if need be); `name` defaults to jdk_image_name. Workers on
+    one host build it one at a time; the others wait, then find it."""
+    if major not in JDKS:
+        raise ValueError(f"no JDK {major} here: the JDKs are {', '.join(map(str, sorted(JDKS)))}")
+    name = name or jdk_image_name(major)
+    text = dockerfile(major)
+
+    def fetch() -> Fetched:
+        return {LABEL_JDK: str(major)}, lambda out: _write_context(out, text)
+
+    _labels, built_s = ensure_toolchain_image(
+        client, name=name, version=str(major), dockerfile=text, fits=lambda _l: True,
+        fetch=fetch, progress=progress, suite=JDKS[major], network_mode="default",
+    )  # fmt: skip
+    if built_s is not None:
+        progress(f"built {name} (JDK {major}) in {built_s:.0f} s")
+    return JdkImage(name=name, major=major, built_s=built_s)
+
+
+def _write_context(out: IO[bytes], text: str) -> None:
+    """The build context: the Dockerfile and the extension's source."""
+    source = resources.files("sandbox.ecosystems.java").joinpath("maven/WorkerReports.java")
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for path, data in (
+            ("Dockerfile", text.encode()),
+            ("root" + EXTENSION_SOURCE, source.read_bytes()),
+        ):
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))

@@ -1,0 +1,117 @@
+"""The set-up a Java developer's CI runs before `mvn -o test` can: every plugin and dependency
+the test phase needs, resolved into the local repository (~/.m2/repository, on the image's
+disk: sandbox/ecosystems/java/image.py), through the set-up fence to Maven Central.
+
+`dependency:go-offline` alone leaves out what Maven only resolves when a mojo runs (the
+compiler's and Surefire's own dependencies, Surefire's JUnit Platform or JUnit 4 provider), so a
+later offline run fails; the set-up instead runs the lifecycle the tests run, up to `test`, with
+a test filter no test matches (`-Dtest=*#workerSetupOnly`): every plugin of every module
+resolves and runs, Surefire resolves its provider and starts its fork, and no test runs. A
+compile error does not stop it (`maven.compiler.failOnError=false`: the planted bug may be one;
+the test run says so later); a dependency or plugin no repository has does, in one line, with
+exit 6 (the kit's `broken` case). `clean` is resolved with it (a test command may start so).
+
+The project's wrapper (`mvnw`) when it has one, else the image's Maven: the wrapper's
+distribution (its distributionUrl, on Maven Central) lands in ~/.m2/wrapper with the rest.
+Maven reads no proxy variable: the set-up writes a settings file naming the fence's proxy
+(HTTPS_PROXY) and passes it with `-s`; the JVM properties go to the wrapper's own downloader.
+Repositories the POMs declare (`<repositories>`) are named in the plan's notes and not allowed
+through the fence, as an `.npmrc`'s hosts are not; `--setup-network full` allows any host.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from sandbox.ecosystems.java.pom import read_reactor, repository_hosts
+from sandbox.setup.installer import Installer
+from sandbox.setup.plan import SetupPlan
+from sandbox.worktree.repo_files import RepoFiles
+
+CENTRAL_HOSTS = ("repo.maven.apache.org", "repo1.maven.org")
+SETTINGS = "/tmp/worker-maven-settings.xml"
+JAVA_INSTALLER = Installer(
+    name="maven",
+    hosts=CENTRAL_HOSTS,
+    url_variables=(),
+    # What decides a Maven set-up: every POM, the wrapper and its properties, .mvn's config.
+    inputs=("**/pom.xml", ".mvn/**/*", "mvnw", "mvnw.cmd"),
+    widen_hint="--setup-network full allows any host (a repository a POM declares)",
+)
+#: The flags of the set-up's Maven run (see the module docstring).
+SETUP_FLAGS = (
+    "-B",
+    "-fae",
+    "-Dstyle.color=never",
+    "-Dtest=*#workerSetupOnly",
+    "-Dsurefire.failIfNoSpecifiedTests=false",
+    "-DfailIfNoTests=false",
+    "-Dmaven.compiler.failOnError=false",
+    "-Dmaven.test.failure.ignore=true",
+)
+_PROXY_SETTINGS = (
+    'p="${HTTPS_PROXY:-${https_proxy:-}}"; '
+    'if [ -n "$p" ]; then hp="${p#*://}"; hp="${hp%%/*}"; hp="${hp##*@}"; '
+    'h="${hp%:*}"; port="${hp##*:}"; '
+    "printf '<settings><proxies>"
+    "<proxy><id>fence</id><active>true</active><protocol>https</protocol>"
+    "<host>%s</host><port>%s</port></proxy>"
+    "<proxy><id>fence-http</id><active>true</active><protocol>http</protocol>"
+    "<host>%s</host><port>%s</port></proxy>"
+    f'</proxies></settings>\\n\' "$h" "$port" "$h" "$port" > {SETTINGS}; '
+    'export MAVEN_OPTS="${MAVEN_OPTS:-} -Dhttps.proxyHost=$h -Dhttps.proxyPort=$port '
+    '-Dhttp.proxyHost=$h -Dhttp.proxyPort=$port"; '
+    f"else printf '<settings/>\\n' > {SETTINGS}; fi"
+)
+
+
+def _said_last(run: str) -> str:
+    """`run` with its output kept, and, when it fails, the line of Maven's that says why
+    (an artifact no repository has) said again last, for the set-up's one-line error."""
+    log, rc = "/tmp/worker-maven-setup.log", "/tmp/worker-maven-setup.rc"
+    return (
+        f"{{ {run}; echo $? > {rc}; }} 2>&1 | tee {log}; rc=$(cat {rc} 2>/dev/null || echo 1); "
+        f'if [ "$rc" != 0 ]; then c=$(grep -m1 -oE "{_CAUSE}" {log} | sed "s/ -> .*//"); '
+        f'echo; echo "error: ${{c:-Maven failed (exit $rc)}}"; fi; exit $rc'
+    )
+
+
+_CAUSE = (
+    "(Could not resolve dependencies|Could not find artifact|Failure to find|Non-resolvable"
+    "|Plugin [^ ]+ or one of its dependencies could not be resolved|Could not transfer"
+    "|Unknown host|Cannot access).*"
+)
+
+
+def maven_program(files: RepoFiles) -> str:
+    """`./mvnw` when the repository has the wrapper, else `mvn`."""
+    return "./mvnw" if files.exists("mvnw") else "mvn"
+
+
+def infer_java_setup(repo: Path) -> SetupPlan:
+    files = RepoFiles(repo)
+    reactor = read_reactor(files)
+    program = maven_program(files)
+    maven = "sh ./mvnw" if program == "./mvnw" else program
+    run = shlex.join([*maven.split(), "-s", SETTINGS, *SETUP_FLAGS, "clean", "test"])
+    notes = list(reactor.notes)
+    declared = [h for h in repository_hosts(reactor.repositories()) if h not in CENTRAL_HOSTS]
+    if declared:
+        notes.append(
+            f"the POMs declare the repositories {', '.join(declared)}: not allowed through the "
+            "set-up fence (--setup-network full allows them)"
+        )
+    modules = len(reactor.module_folders())
+    what = f"{modules} modules" if reactor.several else "the project"
+    sources = [p.path for p in reactor.poms]
+    if program == "./mvnw":
+        sources.append(".mvn/wrapper/maven-wrapper.properties")
+    return SetupPlan(
+        command=f"{_PROXY_SETTINGS}; {_said_last(run)}",
+        sources=tuple(sources),
+        notes=tuple(notes),
+        summary=f"{program} clean test with no test selected: every plugin and dependency the "
+        f"tests of {what} need, resolved from Maven Central into ~/.m2/repository",
+        installer=JAVA_INSTALLER,
+    )

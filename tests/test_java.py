@@ -1,0 +1,393 @@
+"""Java (Maven) end to end and in parts: the real CLI, the real JDK 17 image (Debian's OpenJDK
+and Maven), real containers, Maven Central through the set-up fence, the scripted model server;
+and the package's readers on their own (no Docker) where a container adds nothing.
+
+The projects are tests/java_projects.py's; their POMs are shared with the language kit, so the
+set-up image is built once (its key is the POMs' content) and found after."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from policies.paths import PathPolicy
+from sandbox.container.client import connect
+from sandbox.ecosystems import ECOSYSTEMS, recognised
+from sandbox.ecosystems.java.choice import choose_jdk, java_major
+from sandbox.ecosystems.java.cireport import has_java_test, read_java_ci_report
+from sandbox.ecosystems.java.command import MavenCommand
+from sandbox.ecosystems.java.ecosystem import JAVA
+from sandbox.ecosystems.java.errors import GradleUnavailable, WrongJdk
+from sandbox.ecosystems.java.image import ensure_jdk_image
+from sandbox.ecosystems.java.reports import read_run_report, read_xml_reports
+from tests.java_projects import (
+    GOOD_PATCH,
+    PROJECT,
+    RANGE_TEST,
+    REACTOR,
+    REACTOR_FAILING,
+    REACTOR_PATCH,
+)
+from tests.test_fix_cli import fix_env, report, run_fix, tree_state
+from worker.llm.scripted_server import ScriptedServer, text, tool_call
+
+GRADLE_URL = "https://services.gradle.org/distributions/gradle-8.5-bin.zip"
+GRADLE = {
+    "settings.gradle": "rootProject.name = 'range'\n",
+    "build.gradle": "plugins { id 'java' }\n",
+    "gradlew": "#!/bin/sh\nexit 1\n",
+    "gradle/wrapper/gradle-wrapper.properties": (
+        "distributionBase=GRADLE_USER_HOME\n"
+        f"distributionUrl={GRADLE_URL.replace(':', chr(92) + ':')}\n"
+    ),
+    "src/main/java/com/example/Range.java": PROJECT["src/main/java/com/example/Range.java"],
+}
+#: A test that forges: it finds this run's report folder on Maven's command line (/proc shows
+#: it to the same user), rewrites Surefire's reports of RangeTest as passed as they come,
+#: and writes a passing report of a class that does not exist where Surefire writes by default.
+FORGE_TEST = r"""package com.example;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import org.junit.jupiter.api.Test;
+
+class ZForgeTest {
+    @Test
+    void forges() throws Exception {
+        Path target = Paths.get("target/surefire-reports");
+        Files.createDirectories(target);
+        Files.write(target.resolve("TEST-com.example.ForgedTest.xml"), ("<testsuite name=\"com."
+            + "example.ForgedTest\" tests=\"1\"><testcase name=\"passes\" classname=\"com."
+            + "example.ForgedTest\"/></testsuite>").getBytes(StandardCharsets.UTF_8));
+        String folder = null;
+        try (DirectoryStream<Path> procs = Files.newDirectoryStream(Paths.get("/proc"))) {
+            for (Path proc : procs) {
+                try {
+                    String line = new String(Files.readAllBytes(proc.resolve("cmdline")),
+                        StandardCharsets.UTF_8);
+                    for (String word : line.split("\u0000")) {
+                        if (word.startsWith("-Dworker.reports=")) {
+                            folder = word.substring("-Dworker.reports=".length());
+                        }
+                    }
+                } catch (Exception e) {
+                    // not ours to read
+                }
+            }
+        }
+        if (folder == null) {
+            return;
+        }
+        Path reports = Paths.get(folder, "surefire");
+        // Surefire writes RangeTest's reports as its events reach Maven: rewrite whatever
+        // names a failure, for a few seconds, so that the last write is this one.
+        for (int i = 0; i < 30; i++) {
+            Thread.sleep(200);
+            if (!Files.isDirectory(reports)) {
+                continue;
+            }
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(reports, "TEST-*.xml")) {
+                for (Path file : files) {
+                    String xml = new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
+                    if (xml.contains("<failure")) {
+                        xml = xml.replaceAll("(?s)<failure.*?</failure>", "")
+                            .replaceAll("failures=\"\\d+\"", "failures=\"0\"");
+                        Files.write(file, xml.getBytes(StandardCharsets.UTF_8));
+                    }
+                }
+            }
+        }
+    }
+}
+"""
+
+
+# --- the package's readers, no container ------------------------------------------------
+
+
+def test_a_jdk_major_is_read_as_its_files_write_it():
+    assert [java_major(t) for t in ("17", "1.8", "temurin-21.0.1+12", "11.0.2-open")] == [
+        17,
+        8,
+        21,
+        11,
+    ]
+    assert java_major("${{ matrix.java }}") is None
+
+
+def test_the_jdk_choice_names_its_source(make_repo):
+    repo = make_repo(PROJECT)
+    assert choose_jdk(repo).describe() == (
+        "JDK 17 (maven.compiler.release 17 in pom.xml): image worker-sandbox:jdk17"
+    )
+    reactor = make_repo(REACTOR)
+    assert "maven.compiler.source 11 in pom.xml: the oldest JDK here that compiles it" in (
+        choose_jdk(reactor).describe()
+    )
+    ci = make_repo({**PROJECT, ".github/workflows/ci.yml": (
+        "jobs:\n  t:\n    strategy:\n      matrix:\n        java: [11, 21]\n    steps:\n"
+        "      - uses: actions/setup-java@v4\n        with:\n"
+        "          java-version: ${{ matrix.java }}\n")})  # fmt: skip
+    assert choose_jdk(ci).describe() == (
+        "JDK 21 (java-version 21 in .github/workflows/ci.yml): image worker-sandbox:jdk21"
+    )
+    prop = make_repo({**PROJECT, "pom.xml": PROJECT["pom.xml"].replace(
+        "<maven.compiler.release>17</maven.compiler.release>",
+        "<java.version>21</java.version><maven.compiler.release>${java.version}"
+        "</maven.compiler.release>")})  # fmt: skip
+    assert choose_jdk(prop).major == 21
+
+
+def test_a_jdk_no_source_has_is_one_line_naming_asked_and_available(make_repo):
+    with pytest.raises(WrongJdk) as raised:
+        choose_jdk(make_repo({**PROJECT, ".java-version": "11\n"}))
+    assert str(raised.value) == (
+        ".java-version asks for JDK 11 (11); the JDKs here are 17, 21 (Debian's OpenJDK packages)"
+    )
+    newer = PROJECT["pom.xml"].replace(
+        ">17</maven.compiler.release>", ">25</maven.compiler.release>"
+    )
+    with pytest.raises(WrongJdk, match="Java 25; the JDKs here are 17, 21"):
+        choose_jdk(make_repo({**PROJECT, "pom.xml": newer}))
+
+
+def test_maven_commands_are_read_selected_and_deselected():
+    assert JAVA.runs("mvn test") and JAVA.runs("./mvnw -pl core verify")
+    assert not JAVA.runs("pytest") and not JAVA.runs("go test ./...")
+    cmd = MavenCommand.parse("mvn -pl core -Dx=1 test")
+    assert cmd is not None and cmd.goals == ("test",) and cmd.options == ("-pl", "core", "-Dx=1")
+    assert MavenCommand.parse("mvn test && rm -rf /") is None
+    ids = [".::com.example.RangeTest$Outside#excludesAbove", ".::com.example.RangeTest#a(int)[2]"]
+    assert cmd.selection(ids) == [
+        "-Dtest=com.example.RangeTest",
+        "-Dsurefire.failIfNoSpecifiedTests=false",
+        "-DfailIfNoTests=false",
+    ]
+    assert cmd.selection(["core"]) == []  # a module that did not build: the whole suite
+    assert JAVA.deselect("mvn test", [".::com.example.RangeTest#flaky"]) == (
+        "mvn '-Dtest=**/Test*.java,**/*Test.java,**/*Tests.java,**/*TestCase.java,"
+        "!com.example.RangeTest#flaky' -Dsurefire.failIfNoSpecifiedTests=false "
+        "-DfailIfNoTests=false test"
+    )
+
+
+def test_java_syntax_and_layout_only_edits_by_tree_sitter():
+    good = PROJECT["src/main/java/com/example/Range.java"].encode()
+    assert JAVA.syntax_error(good, "Range.java") is None
+    broken = good.replace(b"return value >= low", b"return value >= low &&")
+    assert (JAVA.syntax_error(broken, "Range.java") or "").startswith("SyntaxError at Range.java:")
+    assert JAVA.same_code(good, good.replace(b"    return", b"  // why\n    return"), "Range.java")
+    assert not JAVA.same_code(good, good.replace(b"< high", b"<= high"), "Range.java")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["pom.xml", "core/pom.xml", "mvnw", ".mvn/wrapper/maven-wrapper.properties",
+     "src/test/java/com/example/RangeTest.java", "src/test/resources/data.json",
+     "core/src/it/java/x/ItTest.java", "settings.xml", "toolchains.xml", "build.gradle.kts",
+     "gradle/wrapper/gradle-wrapper.properties", ".java-version", ".sdkmanrc"],
+)  # fmt: skip
+def test_a_maven_projects_build_and_tests_are_not_the_models_to_write(path):
+    assert not PathPolicy().check(path, write=True).allowed
+
+
+def test_a_gradle_build_is_recognised_and_said_in_one_line(make_repo):
+    repo = make_repo(GRADLE)
+    assert [e.name for e in recognised(repo)] == ["java"]
+    assert JAVA.test_command(repo) == "./gradlew test"
+    with pytest.raises(GradleUnavailable) as raised:
+        JAVA.toolchain(repo, image=None, backend="docker")
+    said = str(raised.value)
+    assert "\n" not in said and GRADLE_URL in said and "GRADLE_USER_HOME" in said
+
+
+def test_a_crashed_fork_and_a_compile_error_are_the_modules_failures():
+    log = (
+        b"[ERROR] /workspace/core/src/main/java/org/acme/core/T.java:[7,9] ';' expected\n"
+        b"[ERROR] Please refer to /tmp/worker-maven-1/r/app/surefire for the individual test "
+        b"results.\n[ERROR] The forked VM terminated without properly saying goodbye. VM crash "
+        b"or System.exit called?\n[ERROR] Crashed tests:\n[ERROR] org.acme.app.ReportTest\n"
+        b"[ERROR] \tat x\n"
+    )
+    summary = read_run_report(_tar({"maven.log": log}), root="/workspace", modules=["core", "app"])
+    assert summary.outcomes == {"core": "error", "app": "error"}
+    core, app = summary.failures
+    assert "core/src/main/java/org/acme/core/T.java:7:9: ';' expected" in core.traceback
+    assert "crashed: org.acme.app.ReportTest" in app.message
+    assert summary.outcome_of("app::org.acme.app.ReportTest#namesTheCity") == "error"
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+# --- the real CLI, real containers ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def jdk_image() -> str:
+    client = connect()
+    try:
+        return ensure_jdk_image(client, major=17, progress=print).name
+    finally:
+        client.close()
+
+
+def run_tests(repo: Path, *extra: str) -> tuple[dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo", str(repo),
+         "--json", *extra],
+        capture_output=True, text=True, timeout=600, env=fix_env(),
+    )  # fmt: skip
+    assert proc.stdout.strip(), proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+@pytest.mark.docker
+def test_a_junit4_reactor_is_set_up_and_fixed_by_module_prefixed_ids(
+    make_repo, tmp_path, jdk_image
+):
+    repo = make_repo(REACTOR)
+    before = tree_state(repo)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": REACTOR_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["setup"]["ecosystem"] == "java"
+    assert sorted(r["tests_before"]["failing"]) == REACTOR_FAILING
+    assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit"
+    assert r["verification"]["counts"] == {"passed": 4, "failed": 0, "errors": 0, "skipped": 0}
+    assert tree_state(repo) == before
+    first = server.requests[0]["messages"][1]["content"]
+    # The grounding (tree-sitter): the test, and what it calls in core.
+    assert "core/src/main/java/org/acme/core/Temperature.java: Temperature.toFahrenheit" in first
+
+
+@pytest.mark.docker
+def test_a_patch_to_pom_xml_is_refused_and_not_a_fix(make_repo, tmp_path, jdk_image):
+    repo = make_repo(PROJECT)
+    edit = {
+        "path": "pom.xml",
+        "old": "<artifactId>maven-surefire-plugin</artifactId>",
+        "new": "<artifactId>maven-surefire-plugin</artifactId>\n        <configuration>"
+        "<excludes><exclude>**/RangeTest.java</exclude></excludes></configuration>",
+    }
+    script = [tool_call("replace", edit), text("The tests pass now.")]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, tmp_path / "out", "--max-steps", "2", base_url=server.base_url)
+    assert proc.returncode == 1, proc.stderr
+    assert report(tmp_path / "out")["status"] != "fixed"
+    calls = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
+    refused = [c["data"] for c in calls if c.get("type") == "tool_call" and "data" in c]
+    assert {"refused": "pom.xml", "rule": "write_deny:**/pom.xml"} in refused, refused
+
+
+@pytest.mark.docker
+def test_a_report_a_test_writes_is_not_this_runs(make_repo, jdk_image):
+    """ZForgeTest runs last (alphabetical), writes a passing report where Surefire writes by
+    default, and rewrites this run's own reports of RangeTest as passed: neither is a pass."""
+    repo = make_repo({**PROJECT, "src/test/java/com/example/ZForgeTest.java": FORGE_TEST})
+    said, _ = run_tests(repo, "--test-cmd", "mvn -Dsurefire.runOrder=alphabetical test")
+    assert said["passed"] is False
+    # The rewrite happened (RangeTest's 6 cases and the forger's read as passed), the default
+    # location's ForgedTest was not read, and Maven's own count of failures stands.
+    assert said["counts"] == {"passed": 7, "failed": 0, "errors": 1, "skipped": 0}, said
+    assert said["failing"] == ["."]
+
+
+@pytest.mark.docker
+def test_a_run_with_no_forge_names_the_failing_tests_and_the_fix_passes(make_repo, jdk_image):
+    repo = make_repo(PROJECT)
+    said, _ = run_tests(repo)
+    assert sorted(said["failing"]) == [
+        ".::com.example.RangeTest#includesInside(int)[2]",
+        ".::com.example.RangeTest#includesUpperBound",
+    ]
+    subprocess.run(["git", "apply"], input=GOOD_PATCH, text=True, cwd=repo, check=True)
+    said, _ = run_tests(repo)
+    assert said["passed"] is True and said["counts"]["passed"] == 6
+
+
+@pytest.mark.docker
+def test_a_jdk_no_source_has_and_a_gradle_build_stop_before_any_model_call(make_repo, tmp_path):
+    for name, files, words in (
+        ("jdk", {**PROJECT, ".java-version": "11\n"}, ["JDK 11", "17, 21"]),
+        ("gradle", GRADLE, [GRADLE_URL, "GRADLE_USER_HOME"]),
+    ):
+        repo = make_repo(files, name=name)
+        with ScriptedServer(script=[]) as server:
+            proc = run_fix(repo, tmp_path / name, base_url=server.base_url)
+        assert server.requests == []
+        assert proc.returncode == 6, proc.stderr
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("worker: error")]
+        assert len(errors) == 1 and all(w in errors[0] for w in words), proc.stderr
+        assert report(tmp_path / name)["status"] == "project_environment"
+
+
+@pytest.mark.docker
+def test_reports_surefire_writes_are_read_as_ci_and_as_gradle_writes_them(
+    make_repo, tmp_path, jdk_image
+):
+    """Real files: the set-up image runs `mvn -o test` as CI would, Surefire writing to
+    target/surefire-reports; they are read as CI's and, laid out as Gradle's
+    build/test-results/test/, with the same parser."""
+    repo = make_repo(PROJECT)
+    _, said = run_tests(repo)  # set up (found cached) and the name of its image
+    image = re.search(r"worker-setup:\w+", said)
+    assert image is not None, said
+    client = connect()
+    box = client.containers.run(
+        image.group(0),
+        ["sh", "-c", "cp -r /src /tmp/p && cd /tmp/p && mvn -o -B -q test >/dev/null"],
+        volumes={str(repo): {"bind": "/src", "mode": "ro"}}, network_mode="none", detach=True,
+        user="root",  # Maven finds its local repository by MAVEN_OPTS, not the home
+        # The set-up image's labels name the worker that made it; a sweep of other workers'
+        # leftovers would remove this container when that worker has exited.
+        labels={"worker.pid": str(os.getpid())},
+    )  # fmt: skip
+    try:
+        box.wait(timeout=300)
+        chunks, _ = box.get_archive("/tmp/p/target/surefire-reports")
+        out = b"".join(chunks)
+    finally:
+        box.remove(force=True)
+        client.close()
+    files = {}
+    with tarfile.open(fileobj=io.BytesIO(out)) as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".xml"):
+                handle = tar.extractfile(member)
+                assert handle is not None
+                files[Path(member.name).name] = handle.read()
+    assert files, "Surefire wrote no report"
+    failing = [".::com.example.RangeTest#includesInside(int)[2]",
+               ".::com.example.RangeTest#includesUpperBound"]  # fmt: skip
+    as_ci = [read_java_ci_report(data, repo) for data in files.values()]
+    assert sorted({f for s in as_ci for f in s.failing_ids()}) == failing
+    as_gradle = read_xml_reports(("", data) for data in files.values())
+    assert sorted(as_gradle.failing_ids()) == failing
+    assert as_gradle.outcome_of(".::com.example.RangeTest$Outside#excludesAbove") == "passed"
+    assert has_java_test(repo, failing[1]) and not has_java_test(repo, ".::com.example.X#y")
+    assert "includesUpperBound" in RANGE_TEST
+
+
+def test_the_registry_line_names_the_java_flag():
+    known = next(k for k in ECOSYSTEMS if k.module.endswith(".java.ecosystem"))
+    assert known.image_flag is not None and known.image_flag[0] == "java"
