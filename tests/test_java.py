@@ -176,8 +176,7 @@ def test_maven_commands_are_read_selected_and_deselected():
     ]
     assert cmd.selection(["core"]) == []  # a module that did not build: the whole suite
     assert JAVA.deselect("mvn test", [".::com.example.RangeTest#flaky"]) == (
-        "mvn '-Dtest=**/Test*.java,**/*Test.java,**/*Tests.java,**/*TestCase.java,"
-        "!com.example.RangeTest#flaky' -Dsurefire.failIfNoSpecifiedTests=false "
+        "mvn '-Dtest=!com.example.RangeTest#flaky' -Dsurefire.failIfNoSpecifiedTests=false "
         "-DfailIfNoTests=false test"
     )
 
@@ -391,3 +390,38 @@ def test_reports_surefire_writes_are_read_as_ci_and_as_gradle_writes_them(
 def test_the_registry_line_names_the_java_flag():
     known = next(k for k in ECOSYSTEMS if k.module.endswith(".java.ecosystem"))
     assert known.image_flag is not None and known.image_flag[0] == "java"
+
+
+def test_the_lines_a_stack_trace_names_are_the_suspects(make_repo):
+    from sandbox.ecosystems.java.places import failure_places
+    from sandbox.testrun.junit import TestFailure
+
+    repo = make_repo(PROJECT)
+    trace = (
+        "java.lang.IllegalStateException: no\n"
+        "\tat com.example.Range.contains(Range.java:14)\n"
+        "\tat com.example.RangeTest.includesUpperBound(RangeTest.java:20)\n"
+        "\tat java.base/java.util.ArrayList.forEach(ArrayList.java:1511)\n"
+    )
+    failure = TestFailure(test_id=".::com.example.RangeTest#includesUpperBound", kind="error",
+                          message="no", traceback=trace)  # fmt: skip
+    places, lines = failure_places([failure], workspace=repo, allowed=lambda _p: True)
+    assert [(p.path, p.line, p.depth) for p in places[0]] == [
+        ("src/main/java/com/example/Range.java", 14, 0)
+    ]  # the test's own frame and the JDK's are not suspects
+    assert "value < high" in lines["src/main/java/com/example/Range.java"][13]
+
+
+def test_what_maven_says_it_could_not_have_offline_is_named():
+    from sandbox.ecosystems.java.ecosystem import missing_artifacts
+
+    said = (
+        "[ERROR] Failed to execute goal on project range: Could not resolve dependencies for "
+        "project com.example:range:jar:1.0: Cannot access central (https://repo.maven.apache.org"
+        "/maven2) in offline mode and the artifact org.example:gone:jar:1.0 has not been "
+        "downloaded from it before. -> [Help 1]"
+    )
+    assert missing_artifacts(said) == [
+        "the artifact org.example:gone:jar:1.0 is not in the local repository (set-up did not "
+        "resolve it)"
+    ]

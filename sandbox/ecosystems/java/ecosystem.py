@@ -241,7 +241,7 @@ class Java:
         return read_java_ci_report(data, repo)
 
     def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None:
-        """Surefire's exclusions (`-Dtest=...,!Class#method`), where each id is a method's."""
+        """Surefire's exclusions (`-Dtest=!Class#method,...`), where each id is a method's."""
         parsed = MavenCommand.parse(test_cmd)
         return parsed.without(ids) if parsed is not None else None
 
