@@ -346,7 +346,7 @@ def test_reports_surefire_writes_are_read_as_ci_and_as_gradle_writes_them(
 ):
     """Real files: the set-up image runs `mvn -o test` as CI would, Surefire writing to
     target/surefire-reports; they are read as CI's and, laid out as Gradle's
-    build/test-results/test/, with the same parser."""
+    build/test-results/test/, with the same parser; then `worker ci --junit` takes them."""
     repo = make_repo(PROJECT)
     _, said = run_tests(repo)  # set up (found cached) and the name of its image
     image = re.search(r"worker-setup:\w+", said)
@@ -385,6 +385,21 @@ def test_reports_surefire_writes_are_read_as_ci_and_as_gradle_writes_them(
     assert as_gradle.outcome_of(".::com.example.RangeTest$Outside#excludesAbove") == "passed"
     assert has_java_test(repo, failing[1]) and not has_java_test(repo, ".::com.example.X#y")
     assert "includesUpperBound" in RANGE_TEST
+    # `worker ci` on them: both failing tests found and re-run (not flaky), then fixed.
+    junit = []
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        junit.append(str(tmp_path / name))
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = subprocess.run(
+            [sys.executable, "-m", "worker.cli.main", "ci", "--repo", str(repo), "--model",
+             "scripted", "--base-url", server.base_url, "--out", str(tmp_path / "ci"),
+             "--reruns", "1", "--junit", *junit],
+            capture_output=True, text=True, timeout=600, env=fix_env(),
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "flaky triage: 2 failing" in proc.stderr
+    assert report(tmp_path / "ci")["status"] == "fixed"
 
 
 def test_the_registry_line_names_the_java_flag():
