@@ -402,6 +402,40 @@ def test_reports_surefire_writes_are_read_as_ci_and_as_gradle_writes_them(
     assert report(tmp_path / "ci")["status"] == "fixed"
 
 
+WRAPPER_ZIP = (
+    "https://repo.maven.apache.org/maven2/org/apache/maven/wrapper/maven-wrapper-distribution/"
+    "3.3.2/maven-wrapper-distribution-3.3.2-only-script.zip"
+)
+WRAPPER_PROPERTIES = (
+    "wrapperVersion=3.3.2\ndistributionType=only-script\ndistributionUrl=https://repo.maven."
+    "apache.org/maven2/org/apache/maven/apache-maven/3.9.9/apache-maven-3.9.9-bin.zip\n"
+)
+
+
+@pytest.mark.docker
+def test_the_projects_maven_wrapper_is_set_up_and_run_offline(make_repo, tmp_path, jdk_image):
+    """The wrapper's script from Maven Central (checked against Central's sha1); set-up
+    downloads its Maven 3.9.9 through the fence into the image, the tests run it offline."""
+    import hashlib
+    import urllib.request
+    import zipfile
+
+    with urllib.request.urlopen(WRAPPER_ZIP, timeout=60) as got:
+        data = got.read()
+    with urllib.request.urlopen(WRAPPER_ZIP + ".sha1", timeout=60) as got:
+        assert hashlib.sha1(data).hexdigest() == got.read().decode().split()[0]
+    mvnw = zipfile.ZipFile(io.BytesIO(data)).read("mvnw").decode()
+    repo = make_repo({**PROJECT, "mvnw": mvnw,
+                      ".mvn/wrapper/maven-wrapper.properties": WRAPPER_PROPERTIES})  # fmt: skip
+    assert JAVA.test_command(repo) == "./mvnw test"
+    said, _ = run_tests(repo, "--test-cmd", "./mvnw -V test", "--out", str(tmp_path / "out"))
+    assert sorted(said["failing"]) == [
+        ".::com.example.RangeTest#includesInside(int)[2]",
+        ".::com.example.RangeTest#includesUpperBound",
+    ]
+    assert "Apache Maven 3.9.9" in Path(said["log"]).read_text(), said["log"]
+
+
 def test_the_registry_line_names_the_java_flag():
     known = next(k for k in ECOSYSTEMS if k.module.endswith(".java.ecosystem"))
     assert known.image_flag is not None and known.image_flag[0] == "java"

@@ -44,7 +44,10 @@ JDKS: dict[int, Suite] = {
 JAVA_HOME = "/usr/lib/jvm/worker-jdk"
 EXTENSION_JAR = "/usr/local/share/worker/worker-maven-reports.jar"
 EXTENSION_SOURCE = "/usr/local/share/worker/WorkerReports.java"
-LOCAL_REPOSITORY = "/home/worker/.m2/repository"
+MAVEN_USER_HOME = "/home/worker/.m2"
+LOCAL_REPOSITORY = f"{MAVEN_USER_HOME}/repository"
+#: MAVEN_USER_HOME: where the wrapper (`mvnw`) keeps the Maven it downloads, on the image's disk
+#: (the sandbox's HOME is /tmp, which no set-up image keeps: sandbox/container/base.py).
 #: A one-core sandbox starts Maven's JVM in half the time without the C2 compiler; the local
 #: repository is named, not found from the user's home: a sandbox user with no passwd entry
 #: (the worker's own uid) or root would look elsewhere (Java reads the home from passwd).
@@ -89,6 +92,7 @@ RUN set -e; \\
     jar cf {EXTENSION_JAR} -C /tmp/ext .; rm -rf /tmp/ext; \\
     mkdir -p {LOCAL_REPOSITORY}; chown -R ${{UID}}:${{UID}} /home/worker/.m2
 ENV JAVA_HOME={JAVA_HOME} \\
+    MAVEN_USER_HOME={MAVEN_USER_HOME} \\
     MAVEN_OPTS="{MAVEN_OPTS}"
 USER ${{UID}}:${{UID}}
 """

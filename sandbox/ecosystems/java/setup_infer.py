@@ -14,7 +14,9 @@ exit 6 (the kit's `broken` case). `clean` is resolved with it (a test command ma
 The project's wrapper (`mvnw`) when it has one, else the image's Maven: the wrapper's
 distribution (its distributionUrl, on Maven Central) lands in ~/.m2/wrapper with the rest.
 Maven reads no proxy variable: the set-up writes a settings file naming the fence's proxy
-(HTTPS_PROXY) and passes it with `-s`; the JVM properties go to the wrapper's own downloader.
+(HTTPS_PROXY) and passes it with `-s`; every JVM it starts gets the proxy as system properties
+(JAVA_TOOL_OPTIONS): the wrapper's own downloader (a Java program where the image has no
+wget or curl, as this one has not) among them.
 Repositories the POMs declare (`<repositories>`) are named in the plan's notes and not allowed
 through the fence, as an `.npmrc`'s hosts are not; `--setup-network full` allows any host.
 """
@@ -60,8 +62,8 @@ _PROXY_SETTINGS = (
     "<proxy><id>fence-http</id><active>true</active><protocol>http</protocol>"
     "<host>%s</host><port>%s</port></proxy>"
     f'</proxies></settings>\\n\' "$h" "$port" "$h" "$port" > {SETTINGS}; '
-    'export MAVEN_OPTS="${MAVEN_OPTS:-} -Dhttps.proxyHost=$h -Dhttps.proxyPort=$port '
-    '-Dhttp.proxyHost=$h -Dhttp.proxyPort=$port"; '
+    'export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:-} -Dhttps.proxyHost=$h '
+    '-Dhttps.proxyPort=$port -Dhttp.proxyHost=$h -Dhttp.proxyPort=$port"; '
     f"else printf '<settings/>\\n' > {SETTINGS}; fi"
 )
 
