@@ -436,6 +436,26 @@ def test_the_projects_maven_wrapper_is_set_up_and_run_offline(make_repo, tmp_pat
     assert "Apache Maven 3.9.9" in Path(said["log"]).read_text(), said["log"]
 
 
+@pytest.mark.docker
+def test_a_mirror_the_user_names_stands_for_central(make_repo, tmp_path, jdk_image):
+    """MAVEN_MIRROR_URL (here repo1.maven.org, Central's other name): set-up resolves through
+    it, its host let through the fence, and the offline test runs find what it served."""
+    repo = make_repo(PROJECT)
+    env = fix_env(MAVEN_MIRROR_URL="https://repo1.maven.org/maven2")
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo", str(repo),
+         "--json", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    said = json.loads(proc.stdout)
+    assert sorted(said["failing"]) == [
+        ".::com.example.RangeTest#includesInside(int)[2]",
+        ".::com.example.RangeTest#includesUpperBound",
+    ], proc.stderr
+    log = (tmp_path / "out" / "setup.log").read_text()
+    assert "from central: https://repo1.maven.org/maven2/org/junit/" in log
+
+
 def test_the_registry_line_names_the_java_flag():
     known = next(k for k in ECOSYSTEMS if k.module.endswith(".java.ecosystem"))
     assert known.image_flag is not None and known.image_flag[0] == "java"

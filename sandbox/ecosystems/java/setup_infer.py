@@ -17,8 +17,12 @@ Maven reads no proxy variable: the set-up writes a settings file naming the fenc
 (HTTPS_PROXY) and passes it with `-s`; every JVM it starts gets the proxy as system properties
 (JAVA_TOOL_OPTIONS): the wrapper's own downloader (a Java program where the image has no
 wget or curl, as this one has not) among them.
-Repositories the POMs declare (`<repositories>`) are named in the plan's notes and not allowed
-through the fence, as an `.npmrc`'s hosts are not; `--setup-network full` allows any host.
+A mirror the user names in MAVEN_MIRROR_URL (their settings.xml's `<mirror>`, as a variable)
+stands for every repository, and its host joins the fence's allow-list; its credentials, from
+`--setup-env MAVEN_MIRROR_USERNAME --setup-env MAVEN_MIRROR_PASSWORD`, reach Maven through the
+environment alone (the settings file says `${env.MAVEN_MIRROR_PASSWORD}`). Repositories the
+POMs declare (`<repositories>`) are named in the plan's notes and not allowed through the fence,
+as an `.npmrc`'s hosts are not; `--setup-network full` allows any host.
 """
 
 from __future__ import annotations
@@ -33,13 +37,44 @@ from sandbox.worktree.repo_files import RepoFiles
 
 CENTRAL_HOSTS = ("repo.maven.apache.org", "repo1.maven.org")
 SETTINGS = "/tmp/worker-maven-settings.xml"
+MIRROR = "MAVEN_MIRROR_URL"
+MIRROR_USER = "MAVEN_MIRROR_USERNAME"
+MIRROR_PASSWORD = "MAVEN_MIRROR_PASSWORD"
+#: The settings file: the fence's proxy (from HTTPS_PROXY, as the set-up is told it), and the
+#: user's mirror of every repository (MAVEN_MIRROR_URL), its id `central` so that what it served
+#: is, to the offline test runs, what Central did (Maven's local repository records where each
+#: file came from); its credentials as `${env.X}`, which Maven reads from the environment when it
+#: starts: never written into the file, the image or the log.
+_SETTINGS = (
+    r"""p="${HTTPS_PROXY:-${https_proxy:-}}"; proxies=""; """
+    r"""if [ -n "$p" ]; then hp="${p#*://}"; hp="${hp%%/*}"; hp="${hp##*@}"; """
+    r"""h="${hp%:*}"; port="${hp##*:}"; """
+    r"""proxies="<proxies><proxy><id>fence</id><active>true</active><protocol>https</protocol>"""
+    r"""<host>$h</host><port>$port</port></proxy><proxy><id>fence-http</id><active>true</active>"""
+    r"""<protocol>http</protocol><host>$h</host><port>$port</port></proxy></proxies>"; """
+    r"""export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:-} -Dhttps.proxyHost=$h """
+    r"""-Dhttps.proxyPort=$port -Dhttp.proxyHost=$h -Dhttp.proxyPort=$port"; fi; """
+    r"""m="${MAVEN_MIRROR_URL:-}"; mirror=""; servers=""; """
+    r"""if printf %s "$m" | grep -q '[<>&"]'; then """
+    r"""echo "error: MAVEN_MIRROR_URL is not a plain URL"; exit 2; fi; """
+    r"""if [ -n "$m" ]; then mirror="<mirrors><mirror><id>central</id><mirrorOf>*</mirrorOf>"""
+    r"""<url>$m</url></mirror></mirrors>"; """
+    r"""if [ -n "${MAVEN_MIRROR_USERNAME:-}" ]; then servers="<servers><server><id>central</id>"""
+    r"""<username>\${env.MAVEN_MIRROR_USERNAME}</username>"""
+    r"""<password>\${env.MAVEN_MIRROR_PASSWORD}</password></server></servers>"; fi; fi; """
+    r"""printf '<settings>%s%s%s</settings>
+' "$servers" "$mirror" "$proxies" > """ + SETTINGS
+)
 JAVA_INSTALLER = Installer(
     name="maven",
     hosts=CENTRAL_HOSTS,
-    url_variables=(),
+    url_variables=(MIRROR,),
     # What decides a Maven set-up: every POM, the wrapper and its properties, .mvn's config.
     inputs=("**/pom.xml", ".mvn/**/*", "mvnw", "mvnw.cmd"),
-    widen_hint="--setup-network full allows any host (a repository a POM declares)",
+    widen_hint=(
+        "a mirror named in MAVEN_MIRROR_URL joins them; --setup-network full allows any host "
+        "(a repository a POM declares)"
+    ),
 )
 #: The flags of the set-up's Maven run (see the module docstring).
 SETUP_FLAGS = (
@@ -51,20 +86,6 @@ SETUP_FLAGS = (
     "-DfailIfNoTests=false",
     "-Dmaven.compiler.failOnError=false",
     "-Dmaven.test.failure.ignore=true",
-)
-_PROXY_SETTINGS = (
-    'p="${HTTPS_PROXY:-${https_proxy:-}}"; '
-    'if [ -n "$p" ]; then hp="${p#*://}"; hp="${hp%%/*}"; hp="${hp##*@}"; '
-    'h="${hp%:*}"; port="${hp##*:}"; '
-    "printf '<settings><proxies>"
-    "<proxy><id>fence</id><active>true</active><protocol>https</protocol>"
-    "<host>%s</host><port>%s</port></proxy>"
-    "<proxy><id>fence-http</id><active>true</active><protocol>http</protocol>"
-    "<host>%s</host><port>%s</port></proxy>"
-    f'</proxies></settings>\\n\' "$h" "$port" "$h" "$port" > {SETTINGS}; '
-    'export JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:-} -Dhttps.proxyHost=$h '
-    '-Dhttps.proxyPort=$port -Dhttp.proxyHost=$h -Dhttp.proxyPort=$port"; '
-    f"else printf '<settings/>\\n' > {SETTINGS}; fi"
 )
 
 
@@ -110,7 +131,7 @@ def infer_java_setup(repo: Path) -> SetupPlan:
     if program == "./mvnw":
         sources.append(".mvn/wrapper/maven-wrapper.properties")
     return SetupPlan(
-        command=f"{_PROXY_SETTINGS}; {_said_last(run)}",
+        command=f"{_SETTINGS}; {_said_last(run)}",
         sources=tuple(sources),
         notes=tuple(notes),
         summary=f"{program} clean test with no test selected: every plugin and dependency the "
