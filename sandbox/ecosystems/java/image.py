@@ -2,10 +2,11 @@
 
 The JDK and Maven are Debian's packages (openjdk-N-jdk-headless, maven), installed by apt in
 the image's build, as the default image's own Dockerfile installs what a base lacks: the build
-reaches deb.debian.org (sandbox/container/toolchain_image.py, `network_mode="default"`), nothing else is
-fetched. JDK 17 is bookworm's, on the default sandbox image; JDK 21 is trixie's, on the trixie
-sandbox image (sandbox/container/suites.py). A .deb fetched on the host instead would need the
-host to be the same Debian release with apt, which a user's machine is not.
+reaches deb.debian.org (sandbox/container/toolchain_image.py, `network_mode="default"`),
+nothing else is fetched. JDK 17 is bookworm's, on the default sandbox image; JDK 21 is
+trixie's, on the trixie sandbox image (sandbox/container/suites.py). A .deb fetched on the host
+instead would need the host to be the same Debian release with apt, which a user's machine is
+not.
 
 The build also compiles the harness's Maven extension (maven/WorkerReports.java) against the
 image's Maven into EXTENSION_JAR: a run loads it with `-Dmaven.ext.class.path`, and it points
