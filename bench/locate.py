@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from policies.limits import Limits  # noqa: E402
-from policies.paths import PathPolicy  # noqa: E402
 from sandbox.container.client import connect  # noqa: E402
 from sandbox.container.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
+from sandbox.ecosystems import language_paths  # noqa: E402
 from sandbox.ecosystems.python.lines_run import LineCounts, count_lines  # noqa: E402
 from sandbox.session import BoxSpec, open_session  # noqa: E402
 from sandbox.testrun.run import run_tests  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> int:
     args = p.parse_args()
     folder = args.tasks.resolve().parent
     client = None
-    paths = PathPolicy()
+    paths = language_paths()
     ranks: list[int | None] = []
     for raw in args.tasks.read_text().splitlines():
         task = json.loads(raw)

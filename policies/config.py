@@ -205,9 +205,12 @@ def load_config(
     preset: str | None = None,
     overrides: Mapping[str, object] | None = None,
     search: Mapping[str, Mapping[str, Any]] | None = None,
+    paths: PathPolicy | None = None,
 ) -> WorkerConfig:
     """Load the configuration of `repo`; `overrides` are command-line values (None = unset);
-    `search`: the keys an upper layer declares, with their schemas (config_schema).
+    `search`: the keys an upper layer declares, with their schemas (config_schema); `paths`:
+    the path policy the user's `[paths]` settings change (an upper layer's, with the language
+    packages' protected files; this layer's neutral defaults when None).
 
     Override keys are a top-level key (`model`), a section key by its own name (`max_steps`)
     or dotted (`budgets.max_steps`). Raises `ConfigError` naming the offending key.
@@ -224,7 +227,10 @@ def load_config(
     name = preset or cast(str | None, flags.get("preset")) or file_layer.get("preset") or "default"
     merged = _merge(_merge(preset_values(name), file_layer), flags)
     try:
-        return _build(merged, name, search=search or {}, sources=(source,) if source else ())
+        return _build(
+            merged, name, search=search or {}, paths=paths or PathPolicy(),
+            sources=(source,) if source else (),
+        )  # fmt: skip
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
 
@@ -323,11 +329,12 @@ def _build(
     preset: str,
     *,
     search: Mapping[str, object],
+    paths: PathPolicy,
     sources: tuple[str, ...],
 ) -> WorkerConfig:
     path_keys = dict(merged.get("paths", {}))
     allow_edit_tests = bool(path_keys.pop("allow_edit_tests", False))
-    paths = PathPolicy().with_overrides(**path_keys, allow_edit_tests=allow_edit_tests)
+    paths = paths.with_overrides(**path_keys, allow_edit_tests=allow_edit_tests)
     return WorkerConfig(
         preset=preset,
         test_cmd=merged.get("test_cmd"),

@@ -21,101 +21,22 @@ from typing import Literal
 
 from policies.errors import PolicyRefusal
 
-#: Tests: never writable unless the user sets `allow_edit_tests`. Python's spellings, then those
-#: of other ecosystems, so a custom `--test-cmd` (go test, jest, vitest, mocha, rspec, maven)
-#: cannot be made to pass by editing its tests: `src/test/` (Maven, Gradle) is `**/test/**`.
+#: Tests: never writable unless the user sets `allow_edit_tests`. The spellings no language
+#: owns; each language package adds its own (`**/test_*.py`, `**/*_test.go`, `**/*.spec.ts`:
+#: its paths.py, gathered by sandbox/ecosystems/__init__.py's language_paths), so a custom
+#: `--test-cmd` cannot be made to pass by editing its tests. `src/test/` (Maven, Gradle) is
+#: `**/test/**`.
 TEST_GLOBS: tuple[str, ...] = (
     "**/tests/**",
     "**/test/**",
-    "**/test_*.py",
-    "**/*_test.py",
-    "**/tests.py",
-    "**/conftest.py",
-    "**/*_test.go",
-    "**/testdata/**",
-    "**/test.[jt]s",  # a small library's one test file (`node --test test.js`)
-    "**/test.[mc][jt]s",
-    "**/tests.[jt]s",
-    "**/*.test.[jt]s",
-    "**/*.test.[jt]sx",
-    "**/*.test.[mc][jt]s",
-    "**/*.spec.[jt]s",
-    "**/*.spec.[jt]sx",
-    "**/*.spec.[mc][jt]s",
-    "**/__tests__/**",
     "**/spec/**",
     "**/*_spec.rb",
-    "**/src/it/**",  # Maven Failsafe's integration tests (src/test/ is `**/test/**`)
 )
-#: Test and CI configuration, and git internals: not writable by default. Node's: the test
-#: script and runner sections of package.json (the whole file), the runners' configuration,
-#: the TypeScript and Babel set-up the tests compile with, the lockfiles and what picks the
-#: registry and the Node version (a fix that changes how the tests run is not a fix). Go's:
-#: go.mod, go.sum and vendor/ (a fix that changes the module's dependencies is not a bug fix),
-#: go.work and its sum (which modules a build uses). Rust's: every Cargo.toml and the lockfile,
-#: the toolchain file, cargo's configuration, build scripts and benches (tests/ is a test glob;
-#: the tests inside a source file are guarded by sandbox/ecosystems/base.py: weakened_tests).
-#: Java's: every pom.xml (a Surefire exclusion, a dependency, a skipped test are all in it),
-#: the Maven wrapper and .mvn/, the toolchains and settings files, the JDK pins, and Gradle's
-#: build scripts and wrapper.
+#: CI configuration and git internals: not writable by default (a fix that changes how CI
+#: tests is not a fix). Each language package adds its own protected files (test runners'
+#: configuration, manifests, lockfiles, toolchain pins: its paths.py).
 DEFAULT_WRITE_DENY: tuple[str, ...] = (
-    "**/pytest.ini",
-    "**/tox.ini",
-    "**/setup.cfg",
-    "**/pyproject.toml",
-    "**/noxfile.py",
-    "**/.coveragerc",
-    "**/package.json",
-    "**/jest.config.*",
-    "**/vitest.config.*",
-    "**/vitest.workspace.*",
-    "**/vite.config.*",
-    "**/.mocharc*",
-    "**/ava.config.*",
-    "**/.taprc",
-    "**/tsconfig*.json",
-    "**/babel.config.*",
-    "**/.babelrc*",
-    "**/package-lock.json",
-    "**/npm-shrinkwrap.json",
-    "**/yarn.lock",
-    "**/pnpm-lock.yaml",
-    "**/pnpm-workspace.yaml",
-    "**/bun.lock",
-    "**/bun.lockb",
-    "**/.npmrc",
-    "**/.yarnrc*",
-    "**/.nvmrc",
-    "**/.node-version",
     "**/.tool-versions",
-    "**/go.mod",
-    "**/go.sum",
-    "**/go.work",
-    "**/go.work.sum",
-    "**/vendor/**",
-    "**/Cargo.toml",
-    "**/Cargo.lock",
-    "**/rust-toolchain",
-    "**/rust-toolchain.toml",
-    "**/.cargo/**",
-    "**/build.rs",
-    "**/benches/**",
-    "**/pom.xml",
-    "**/mvnw",
-    "**/mvnw.cmd",
-    "**/.mvn/**",
-    "**/toolchains.xml",
-    "**/settings.xml",
-    "**/.java-version",
-    "**/.sdkmanrc",
-    "**/build.gradle",
-    "**/build.gradle.kts",
-    "**/settings.gradle",
-    "**/settings.gradle.kts",
-    "**/gradle.properties",
-    "**/gradlew",
-    "**/gradlew.bat",
-    "**/gradle/wrapper/**",
     ".github/**",
     ".gitlab-ci.yml",
     ".circleci/**",
@@ -313,7 +234,9 @@ class PathPolicy:
     """Readable and writable sets of workspace paths, as allow and deny globs (deny wins).
 
     Writing also needs reading (a patch shows file contents). Tests (`test_globs`) are never
-    writable unless `allow_edit_tests`; `.git` is never writable.
+    writable unless `allow_edit_tests`; `.git` is never writable. The defaults here name no
+    language: a run's policy adds every language package's protected files and test spellings
+    (`adding`, from sandbox/ecosystems/__init__.py's language_paths) before the user's settings.
 
     >>> policy = PathPolicy()
     >>> policy.is_writable("src/app.py"), policy.is_readable("src/app.py")
@@ -342,6 +265,21 @@ class PathPolicy:
                 raise ValueError(f"{name} must be a list of non-empty glob strings")
             object.__setattr__(self, name, tuple(value))
 
+    def adding(
+        self, *, write_deny: Iterable[str] = (), test_globs: Iterable[str] = ()
+    ) -> PathPolicy:
+        """This policy with more protected files and test spellings (each glob once, in order).
+
+        >>> p = PathPolicy().adding(write_deny=["**/go.mod"], test_globs=["**/*_test.go"])
+        >>> p.check("go.mod", write=True).rule, p.check("a/b_test.go", write=True).rule
+        ('write_deny:**/go.mod', 'tests:**/*_test.go')
+        """
+        return replace(
+            self,
+            write_deny=tuple(dict.fromkeys((*self.write_deny, *write_deny))),
+            test_globs=tuple(dict.fromkeys((*self.test_globs, *test_globs))),
+        )
+
     def with_overrides(
         self,
         *,
@@ -353,8 +291,8 @@ class PathPolicy:
     ) -> PathPolicy:
         """Widen or narrow: allow lists replace; deny lists add globs, and `!glob` removes one.
 
-        >>> p = PathPolicy().with_overrides(write_deny=["docs/**", "!**/setup.cfg"])
-        >>> p.is_writable("docs/index.md"), p.is_writable("setup.cfg")
+        >>> p = PathPolicy().with_overrides(write_deny=["docs/**", "!.travis.yml"])
+        >>> p.is_writable("docs/index.md"), p.is_writable(".travis.yml")
         (False, True)
         >>> PathPolicy().with_overrides(write_deny=["!nothing"])
         Traceback (most recent call last):
@@ -397,7 +335,7 @@ class PathPolicy:
         >>> policy = PathPolicy()
         >>> [policy.protection(p) for p in ("app.py", "tests/test_a.py", "tests/res/a.html")]
         [None, 'locked', 'fixture']
-        >>> policy.protection("pyproject.toml"), policy.protection("tests/pytest.ini")
+        >>> policy.protection(".github/workflows/ci.yml"), policy.protection("tests/pytest.ini")
         ('locked', 'locked')
         """
         decision = self.check(rel, write=True)

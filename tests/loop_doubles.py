@@ -18,8 +18,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from policies.budgets import Budgets
-from policies.paths import PathPolicy
 from sandbox.container.results import CommandResult
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.python.same_code import same_code
 from sandbox.source.numbered import numbered
 from sandbox.testrun.junit import TestFailure, TestSummary
@@ -200,7 +200,7 @@ class MemoryEnvironment:
         self.before_edit: dict[str, str] = {}
         self.ahead: list[str] = []  # the patches whose clean run was started ahead
         self.ends_at: float | None = None  # when the loop said test runs must end by
-        self._paths = PathPolicy()
+        self._paths = language_paths()
 
     def tool_specs(self) -> list[ToolSpec]:
         return [

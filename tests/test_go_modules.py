@@ -11,8 +11,7 @@ from contextlib import contextmanager
 import pytest
 
 from policies.limits import Limits
-from policies.paths import PathPolicy
-from sandbox.ecosystems import detect_test_command, ecosystem_for
+from sandbox.ecosystems import detect_test_command, ecosystem_for, language_paths
 from sandbox.ecosystems.go.ecosystem import GO, GoTestCommand
 from sandbox.ecosystems.go.frames import frames
 from sandbox.ecosystems.go.modules import find_modules
@@ -128,7 +127,7 @@ def session_of(docker_client, go_image, make_repo, tmp_path):
             client=docker_client,
             image=go_image,
             limits=Limits(memory_mb=1024, command_timeout_s=120),
-            protect=PathPolicy().protection,
+            protect=language_paths().protection,
         )
         with open_session(make_repo(files), spec=spec, run_dir=tmp_path / "run") as opened:
             yield opened

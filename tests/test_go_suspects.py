@@ -12,7 +12,7 @@ import pytest
 
 import sandbox.ecosystems.go.frames as go_frames
 from policies.limits import Limits
-from policies.paths import PathPolicy
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.go import grounding as go_grounding
 from sandbox.ecosystems.go.ecosystem import GO
 from sandbox.session import BoxSpec, SandboxSession, open_session
@@ -76,7 +76,7 @@ def baseline(docker_client, go_image, tmp_path_factory) -> Iterator[tuple[TestRu
         client=docker_client,
         image=go_image,
         limits=Limits(memory_mb=1024, command_timeout_s=120),
-        protect=PathPolicy().protection,
+        protect=language_paths().protection,
     )
     run_dir = tmp_path_factory.mktemp("go-suspects-run")
     with open_session(repo, spec=spec, run_dir=run_dir) as session:
@@ -93,7 +93,7 @@ def test_suspects_are_the_panics_guard_and_the_compilers_line_never_a_test(basel
     assert set(run.summary.outcomes) >= {"calc::TestDiv", "strs"}, run.summary.outcomes
     with Trace(path=tmp_path / "trace.jsonl") as trace:
         suspects = locate(
-            GO, session.box, run, workspace=session.workspace.path, paths=PathPolicy(),
+            GO, session.box, run, workspace=session.workspace.path, paths=language_paths(),
             timeout_s=1.0, trace=trace,
         )  # fmt: skip
     where = [s.where() for s in suspects]
@@ -108,7 +108,7 @@ def test_suspects_are_the_panics_guard_and_the_compilers_line_never_a_test(basel
 def test_the_grounding_shows_what_the_failing_tests_call_and_nothing_else(baseline):
     run, session = baseline
     grounding = go_grounding.implicated_code(
-        run, workspace=session.workspace.path, paths=PathPolicy()
+        run, workspace=session.workspace.path, paths=language_paths()
     )
     text = grounding.text
     assert grounding.shows_code
@@ -122,6 +122,6 @@ def test_the_grounding_shows_what_the_failing_tests_call_and_nothing_else(baseli
     assert "calc/add.go: Add, lines 3-4" in text and "\n4| func Add(a, b int) int" in text
     assert "calc_test.go" not in text
     files = go_grounding.implicated_files(
-        run, workspace=session.workspace.path, paths=PathPolicy(), limit=3
+        run, workspace=session.workspace.path, paths=language_paths(), limit=3
     )
     assert files[:2] == ["calc/div.go", "strs/rev.go"] and "calc/add.go" in files

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from policies.paths import PathPolicy
-from sandbox.ecosystems import detect_test_command, ecosystem_for
+from sandbox.ecosystems import detect_test_command, ecosystem_for, language_paths
 from sandbox.ecosystems.go.ecosystem import GO
 from sandbox.session import BoxSpec, SandboxSession, open_session
 from sandbox.source.places import Place
@@ -61,7 +60,7 @@ def sandbox(docker_client, go_image, make_repo, tmp_path) -> Iterator[SandboxSes
         client=docker_client,
         image=go_image,
         limits=Limits(memory_mb=1024, command_timeout_s=120),
-        protect=PathPolicy().protection,  # tests and go.mod locked, as in `worker fix`
+        protect=language_paths().protection,  # tests and go.mod locked, as in `worker fix`
     )
     with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
         yield session
@@ -147,9 +146,9 @@ def test_code_under_test_printing_a_forged_pass_is_not_a_pass(sandbox, marker):
 
 
 def test_go_mod_cannot_be_edited(sandbox):
-    assert not PathPolicy().check("go.mod", write=True).allowed  # the model's tools
-    assert not PathPolicy().check("go.sum", write=True).allowed
-    assert not PathPolicy().check("vendor/modules.txt", write=True).allowed
+    assert not language_paths().check("go.mod", write=True).allowed  # the model's tools
+    assert not language_paths().check("go.sum", write=True).allowed
+    assert not language_paths().check("vendor/modules.txt", write=True).allowed
     changed = sandbox.box.run("echo 'go 1.99' >> go.mod")
     assert changed.exit_code != 0  # and the code under test: locked in the sandbox
     assert "1.99" not in Path(sandbox.workspace.path, "go.mod").read_text()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from policies.paths import PathPolicy
 from sandbox.container.results import CommandResult
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.python.grounding import implicated_code
 from sandbox.testrun.junit import TestFailure, TestSummary
 from sandbox.testrun.run import TestRun
@@ -92,7 +92,7 @@ def test_an_assertion_failure_leads_through_the_package_init_to_the_function(tmp
             traceback="tests/test_mit.py:11: in test_true",
         )
     )
-    code = implicated_code(run, workspace=ws, paths=PathPolicy()).text
+    code = implicated_code(run, workspace=ws, paths=language_paths()).text
     # all_equal is reached through the test file's helper `check`, and lives in recipes.py,
     # which neither the traceback nor the test's imports name.
     assert code.startswith("mit/recipes.py: all_equal, lines 8-11 of 11")
@@ -110,7 +110,7 @@ def test_a_source_frame_in_the_traceback_shows_its_enclosing_function_first(tmp_
             traceback="tests/test_mit.py:14: in test_chunks\nmit/recipes.py:5: in take",
         )
     )
-    code = implicated_code(run, workspace=ws, paths=PathPolicy()).text
+    code = implicated_code(run, workspace=ws, paths=language_paths()).text
     first, second = code.split("\n\n")
     assert first.startswith("mit/recipes.py: take, lines 4-5")
     assert second.startswith("mit/more.py: chunked, lines 1-3")
@@ -123,7 +123,7 @@ def test_nothing_found_gives_nothing_and_test_files_are_never_shown_as_source(tm
             test_id="tests/test_mit.py::test_missing", kind="failure", message="", traceback=""
         )
     )
-    assert implicated_code(run, workspace=ws, paths=PathPolicy()).text == ""
+    assert implicated_code(run, workspace=ws, paths=language_paths()).text == ""
 
 
 def test_tests_inherited_from_a_mixin_and_a_long_class_shown_as_an_outline(tmp_path):
@@ -143,7 +143,7 @@ def test_tests_inherited_from_a_mixin_and_a_long_class_shown_as_an_outline(tmp_p
     run = assertion_failed(
         "tests/test_box.py::BoxTest::test_store", "tests/mixin.py:5: in test_store"
     )
-    shown = implicated_code(run, workspace=write(tmp_path, files), paths=PathPolicy())
+    shown = implicated_code(run, workspace=write(tmp_path, files), paths=language_paths())
     # The test is defined in the mixin, not in test_box.py: its names are still followed.
     assert shown.text.startswith("box/__init__.py: class Box, lines 1-")
     assert "(outline)" in shown.text and "  2|     def __setitem__(self, key, value):" in shown.text
@@ -173,7 +173,7 @@ def test_a_method_the_tests_syntax_calls_is_shown_from_the_class_and_its_bases(t
     run = assertion_failed(
         "tests/test_cache.py::test_store", "tests/test_cache.py:7: in test_store"
     )
-    shown = implicated_code(run, workspace=write(tmp_path, files), paths=PathPolicy())
+    shown = implicated_code(run, workspace=write(tmp_path, files), paths=language_paths())
     heads = [line for line in shown.text.splitlines() if line.startswith("cache.py: ")]
     assert heads == [  # the subclass's own __setitem__ is in the class shown: not repeated
         "cache.py: LimitedCache, lines 132-134 of 134",

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
 from sandbox.container.local_sandbox import LocalSandbox
+from sandbox.ecosystems import language_paths
 from sandbox.worktree.workspace import snapshot
 from tests.conftest import GIT_ENV, git
 from tests.test_fix_cli import BUGGY, GOOD_PATCH, report, run_fix
@@ -178,7 +178,7 @@ def test_odd_bytes_huge_files_and_a_submodule_are_copied_and_read_within_limits(
     ctx = ToolContext(
         workspace=ws.path,
         box=LocalSandbox(workspace=ws.path, control_dir=tmp_path / "ctl", limits=Limits()),
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=cap,
         test_cmd="true",
     )
@@ -219,7 +219,7 @@ def test_fifty_thousand_files_are_copied_and_the_tools_stay_bounded(make_repo, t
     ctx = ToolContext(
         workspace=ws.path,
         box=LocalSandbox(workspace=ws.path, control_dir=tmp_path / "ctl", limits=Limits()),
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=Truncation(max_bytes=6000, max_lines=150),
         test_cmd="true",
     )

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.paths import PathPolicy
 from sandbox.container.client import connect
-from sandbox.ecosystems import ECOSYSTEMS, recognised
+from sandbox.ecosystems import ECOSYSTEMS, language_paths, recognised
 from sandbox.ecosystems.java.choice import choose_jdk, java_major
 from sandbox.ecosystems.java.cireport import has_java_test, read_java_ci_report
 from sandbox.ecosystems.java.command import MavenCommand
@@ -198,7 +197,7 @@ def test_java_syntax_and_layout_only_edits_by_tree_sitter():
      "gradle/wrapper/gradle-wrapper.properties", ".java-version", ".sdkmanrc"],
 )  # fmt: skip
 def test_a_maven_projects_build_and_tests_are_not_the_models_to_write(path):
-    assert not PathPolicy().check(path, write=True).allowed
+    assert not language_paths().check(path, write=True).allowed
 
 
 def test_a_gradle_build_is_recognised_and_said_in_one_line(make_repo):

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from policies.paths import PathPolicy
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.node.grounding import implicated_code, implicated_files
 from sandbox.ecosystems.node.resolve import Modules
 from sandbox.ecosystems.node.source import exports, imports, parse_bytes
 from sandbox.testrun.junit import TestFailure
 from tests.js_reports import project, report, run_of, text_failures, xml_failures
 
-POLICY = PathPolicy()
+POLICY = language_paths()
 
 # A small shop: CommonJS in lib/ (a package whose main is lib/index.js), TypeScript with types
 # in src/, a JSX view, and tests of both module kinds. The bugs: format's one decimal, the
@@ -275,7 +275,7 @@ def test_tests_dependencies_refused_and_linked_files_are_never_shown(tmp_path):
     )
     run = run_of([failed("test/shop.test.ts::shop > formats two decimals", stack)])
     assert implicated_code(run, workspace=ws, paths=POLICY).text == ""
-    hidden = PathPolicy().with_overrides(read_deny=["test/**"])
+    hidden = language_paths().with_overrides(read_deny=["test/**"])
     assert implicated_code(run, workspace=write(tmp_path / "b", SHOP), paths=hidden).text == ""
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from policies.paths import PathPolicy
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.node.ecosystem import NODE
 from sandbox.ecosystems.node.grounding import implicated_code
 from tests.js_reports import project, run_of, xml_failures
@@ -29,7 +29,7 @@ def opening(ws: Path, tmp_path: Path, **settings: object):
     """What `_opening` hands the agent for the jest project: its baseline, the sources, the
     opening with its suspects."""
     baseline = run_of(xml_failures("jest.junit.xml"))
-    paths = PathPolicy()
+    paths = language_paths()
     trace = Trace(path=tmp_path / "locate.jsonl")
     suspects = locate(NODE, None, baseline, workspace=ws, paths=paths, timeout_s=1.0, trace=trace)
     sources = implicated_code(baseline, workspace=ws, paths=paths).text

@@ -12,6 +12,7 @@ import pytest
 
 from policies.paths import PathPolicy
 from sandbox.container.docker_sandbox import WORKSPACE_MOUNT
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.node import stack_frames
 from sandbox.ecosystems.node.ecosystem import NODE
 from sandbox.ecosystems.node.places import failure_places
@@ -22,7 +23,7 @@ from worker.search.frame_tally import rank_places
 from worker.search.locate import locate
 from worker.search.suspects import Suspect, render
 
-WRITABLE = PathPolicy()
+WRITABLE = language_paths()
 
 
 def allowed(rel: str) -> bool:
@@ -185,7 +186,7 @@ def test_refused_paths_dependencies_links_and_lines_past_the_end_are_left_out(tm
                       "src/notes.js:1:1", "src/notes.js:2:1", "src/mean.js:99:1",
                       "test/mean.test.js:6:10", "src/notes.js:3:1")
     )  # fmt: skip
-    policy = PathPolicy().with_overrides(write_deny=["vendor/**"])
+    policy = language_paths().with_overrides(write_deny=["vendor/**"])
     found = rank_frames(
         [text], workspace=ws, allowed=lambda rel: policy.check(rel, write=True).allowed
     )

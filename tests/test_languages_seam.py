@@ -80,3 +80,25 @@ def test_a_leak_is_caught_by_its_line(tmp_path):
         "line 1: imports sandbox.ecosystems.node.image.ensure_node_image",
         "line 3: compares with go, node",
     ]
+
+
+def test_each_language_owns_its_protected_files_and_the_run_gets_them_all(tmp_path):
+    """A language's manifests and test spellings live in its package (paths.py), not in the
+    policy's neutral defaults; the policy a run loads has every language's, so a Python
+    project's run cannot edit a go.mod or a `*.test.ts` either."""
+    from policies.config import load_config
+    from policies.paths import DEFAULT_WRITE_DENY, TEST_GLOBS
+    from sandbox.ecosystems import language_paths
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    paths = load_config(tmp_path, paths=language_paths()).paths
+    for known in ECOSYSTEMS:
+        write_deny, test_globs = known.paths()
+        assert write_deny or test_globs, known.module
+        assert not set(write_deny) & set(DEFAULT_WRITE_DENY), known.module
+        assert not set(test_globs) & set(TEST_GLOBS), known.module
+        assert set(write_deny) <= set(paths.write_deny), known.module
+        assert set(test_globs) <= set(paths.test_globs), known.module
+    for protected in ("go.mod", "web/app.test.ts", "Cargo.lock", "core/pom.xml", "conftest.py"):
+        assert not paths.is_writable(protected), protected
+    assert paths.is_writable("src/app.py")

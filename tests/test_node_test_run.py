@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from policies.paths import PathPolicy
+from sandbox.ecosystems import language_paths
 from sandbox.session import BoxSpec, SandboxSession, open_session
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
@@ -71,7 +71,7 @@ def sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxS
         client=docker_client,
         image=node_image,
         limits=Limits(memory_mb=512, command_timeout_s=60),
-        protect=PathPolicy().protection,  # tests and package.json locked, as in `worker fix`
+        protect=language_paths().protection,  # tests and package.json locked, as in `worker fix`
     )
     with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
         yield session
@@ -135,7 +135,7 @@ def test_a_report_forged_by_the_code_under_test_is_replaced_by_the_runners(sandb
 
 
 def test_the_test_script_cannot_be_edited(sandbox):
-    assert not PathPolicy().check("package.json", write=True).allowed  # the model's tools
+    assert not language_paths().check("package.json", write=True).allowed  # the model's tools
     changed = sandbox.box.run('echo \'{"scripts": {"test": "true"}}\' > package.json')
     assert changed.exit_code != 0  # and the code under test: locked in the sandbox
     assert "node --test" in Path(sandbox.workspace.path, "package.json").read_text()

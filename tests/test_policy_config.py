@@ -9,6 +9,7 @@ import pytest
 
 from policies.config import PRESETS, config_schema, load_config, preset_values
 from policies.errors import ConfigError
+from sandbox.ecosystems import language_paths
 
 
 def write(repo: Path, name: str, text: str) -> Path:
@@ -155,7 +156,7 @@ def test_flags_override_the_file_and_none_means_unset(tmp_path: Path) -> None:
 
 def test_allow_edit_tests_in_the_file_widens_the_path_policy(tmp_path: Path) -> None:
     write(tmp_path, "worker.toml", "[paths]\nallow_edit_tests = true\n")
-    config = load_config(tmp_path)
+    config = load_config(tmp_path, paths=language_paths())
     assert config.paths.is_writable("tests/test_x.py")
     assert not config.paths.is_writable("pyproject.toml")
 
@@ -167,7 +168,8 @@ def test_path_lists_narrow_and_widen(tmp_path: Path) -> None:
         '[paths]\nwrite_allow = ["src/**"]\nread_deny = ["private/**"]\n'
         'write_deny = ["!**/setup.cfg", "src/generated/**"]\n',
     )
-    paths = load_config(tmp_path).paths
+    paths = load_config(tmp_path, paths=language_paths()).paths  # as the command line loads it
+    assert paths.is_writable("src/setup.cfg")  # a language package's glob, removed by the user
     assert not paths.is_writable("docs/x.md")
     assert not paths.is_writable("src/generated/x.py")
     assert paths.is_writable("src/app.py")

@@ -10,6 +10,7 @@ import tarfile
 
 import pytest
 
+from sandbox.ecosystems import language_paths
 from sandbox.ecosystems.rust.choice import asked, pick_rust
 from sandbox.ecosystems.rust.cireport import has_rust_test, read_rust_ci_report
 from sandbox.ecosystems.rust.ecosystem import RUST
@@ -305,7 +306,8 @@ def test_a_crate_the_environment_lacks_is_said_in_one_line():
      "core/tests/it.rs"],
 )  # fmt: skip
 def test_a_rust_projects_manifests_and_tests_are_not_the_models(rel):
-    from policies.paths import PathPolicy
 
-    assert not PathPolicy().is_writable(rel)
-    assert PathPolicy().is_writable("src/lib.rs") and PathPolicy().is_writable("core/src/x.rs")
+    assert not language_paths().is_writable(rel)
+    assert language_paths().is_writable("src/lib.rs") and language_paths().is_writable(
+        "core/src/x.rs"
+    )

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
-from policies.paths import PathPolicy
 from sandbox.container import placement as where
 from sandbox.container.placement import PLACEMENT_ENV
+from sandbox.ecosystems import language_paths
 from sandbox.errors import SandboxError
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
@@ -50,7 +50,7 @@ def test_the_copy_is_the_containers_own_and_follows_the_tools_edits(make_repo, o
 
 def test_protected_files_and_the_runner_are_read_only_in_the_container(make_repo, open_sandbox):
     repo = make_repo({"app.py": "x = 1\n", "tests/test_app.py": "def test_x():\n    pass\n"})
-    box = open_sandbox(repo, protect=PathPolicy().protection).box
+    box = open_sandbox(repo, protect=language_paths().protection).box
     r = box.run("echo hacked > tests/test_app.py")
     assert r.exit_code != 0 and "Permission denied" in r.output
     for attack in (
@@ -94,7 +94,7 @@ def test_code_that_rewrites_a_fixture_is_named_and_put_back(make_repo, open_sand
             "    assert app.shout('hi') + '\\n' == golden.read_text()\n"
         ),
     }
-    session = open_sandbox(make_repo(files), protect=PathPolicy().protection)
+    session = open_sandbox(make_repo(files), protect=language_paths().protection)
     baseline = run_tests(session.box, test_cmd="python -m pytest tests")
     assert not baseline.passed and baseline.result.fixtures_put_back == ()
     (session.workspace.path / "app.py").write_text(
@@ -112,7 +112,7 @@ def test_code_that_rewrites_a_fixture_is_named_and_put_back(make_repo, open_sand
 
 def test_a_fixture_swapped_for_a_link_is_named_and_replaced(make_repo, open_sandbox):
     files = {"app.py": "x = 1\n", "tests/data/a.txt": "A\n", "tests/test_a.py": "def test_a():\n"}
-    session = open_sandbox(make_repo(files), protect=PathPolicy().protection)
+    session = open_sandbox(make_repo(files), protect=language_paths().protection)
     r = session.box.run("mv tests/data tests/old && ln -s /etc tests/data && echo done")
     assert r.output.strip() == "done" and r.fixtures_put_back == ("tests/data/a.txt",)
     r = session.box.run("ls -ld tests/data | cut -c1; cat tests/data/a.txt")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from policies.limits import Limits
+from sandbox.ecosystems import language_paths
 from sandbox.session import BoxSpec, open_session
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
@@ -120,9 +121,8 @@ def test_user_repository_is_not_mounted(box):
 
 
 def test_protected_files_are_read_only_to_code_in_the_sandbox(make_repo, open_sandbox):
-    from policies.paths import PathPolicy
 
-    policy = PathPolicy()
+    policy = language_paths()
     repo = make_repo({"app.py": "x = 1\n", "tests/test_app.py": "def test_x():\n    pass\n"})
     box = open_sandbox(repo, protect=policy.protection).box
     r = box.run("echo hacked > tests/test_app.py")
@@ -188,9 +188,8 @@ FIXTURE_TESTS = {
 
 
 def test_a_projects_own_tests_may_touch_their_fixtures(make_repo, open_sandbox):
-    from policies.paths import PathPolicy
 
-    session = open_sandbox(make_repo(FIXTURE_TESTS), protect=PathPolicy().protection)
+    session = open_sandbox(make_repo(FIXTURE_TESTS), protect=language_paths().protection)
     run = run_tests(session.box, test_cmd="python -m pytest tests")
     assert run.passed, run.render()
     assert run.result.fixtures_put_back == ()  # times and mode changed, bytes did not
@@ -199,7 +198,6 @@ def test_a_projects_own_tests_may_touch_their_fixtures(make_repo, open_sandbox):
 
 
 def test_code_that_rewrites_a_fixture_is_named_put_back_and_not_a_pass(make_repo, open_sandbox):
-    from policies.paths import PathPolicy
 
     files = {
         "app.py": "def shout(s):\n    return s\n",
@@ -211,7 +209,7 @@ def test_code_that_rewrites_a_fixture_is_named_put_back_and_not_a_pass(make_repo
             "    assert app.shout('hi') + '\\n' == golden.read_text()\n"
         ),
     }
-    session = open_sandbox(make_repo(files), protect=PathPolicy().protection)
+    session = open_sandbox(make_repo(files), protect=language_paths().protection)
     baseline = run_tests(session.box, test_cmd="python -m pytest tests")
     assert not baseline.passed and baseline.result.fixtures_put_back == ()
     # A "fix" that makes the golden file agree with the code instead of the other way round.
@@ -231,7 +229,6 @@ def test_code_that_rewrites_a_fixture_is_named_put_back_and_not_a_pass(make_repo
 
 
 def test_a_fixture_swapped_for_a_link_is_never_written_through(make_repo, open_sandbox, tmp_path):
-    from policies.paths import PathPolicy
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -240,7 +237,7 @@ def test_a_fixture_swapped_for_a_link_is_never_written_through(make_repo, open_s
         "tests/data/a.txt": "A\n",
         "tests/test_a.py": "def test_a():\n    pass\n",
     }
-    session = open_sandbox(make_repo(files), protect=PathPolicy().protection)
+    session = open_sandbox(make_repo(files), protect=language_paths().protection)
     ws = session.workspace.path
     # The sandbox user owns tests/data (only fixtures in it): it can swap the folder for a link
     # to a host path, hoping the host puts the fixture back through it, as root.

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
+from sandbox.ecosystems import language_paths
 from sandbox.testrun.cache import TestRunCache
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
@@ -76,7 +76,7 @@ def test_the_model_is_told_when_it_gets_the_last_result_again(session) -> None:
     ctx = ToolContext(
         workspace=session.workspace.path,
         box=session.box,
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=Truncation(),
         test_cmd="python -m pytest",
         tests=TestRunCache(box=session.box, workspace=session.workspace),

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
+from sandbox.ecosystems import language_paths
 from tests.conftest import git
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
@@ -24,7 +24,7 @@ def context(session) -> ToolContext:
     return ToolContext(
         workspace=session.workspace.path,
         box=session.box,
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=CAP,
         test_cmd="python -m pytest",
         test_timeout_s=60,

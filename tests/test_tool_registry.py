@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
+from sandbox.ecosystems import language_paths
 from tools.base import Observation, Tool, ToolContext
 from tools.registry import ToolRegistry, default_tools
 
@@ -21,7 +21,7 @@ def host_context(workspace: Path, box: Any = None) -> ToolContext:
     return ToolContext(
         workspace=workspace,
         box=box,
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=CAP,
         test_cmd="python -m pytest",
         test_timeout_s=30,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
+from sandbox.ecosystems import language_paths
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 
@@ -37,7 +37,7 @@ def env(make_repo, open_sandbox):
     ctx = ToolContext(
         workspace=session.workspace.path,
         box=session.box,
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=Truncation(max_bytes=4000, max_lines=100),
         test_cmd="python -m pytest",
         test_timeout_s=60,

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
+from sandbox.ecosystems import language_paths
 from tools.base import ToolContext
 from tools.registry import ToolRegistry, default_tools
 
@@ -57,7 +57,7 @@ def run(make_repo, open_sandbox):
     ctx = ToolContext(
         workspace=session.workspace.path,
         box=session.box,
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=CAP,
         test_cmd="python -m pytest",
         test_timeout_s=60,

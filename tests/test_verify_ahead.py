@@ -9,8 +9,8 @@ import pytest
 
 from policies.isolation import HARDENED
 from policies.limits import Limits
-from policies.paths import PathPolicy
 from policies.truncation import Truncation
+from sandbox.ecosystems import language_paths
 from sandbox.prepare import Prepared
 from tests.test_clean_check import FILES, FIX, mine
 from tools.base import ToolContext
@@ -28,7 +28,7 @@ def environment(session, docker_client, sandbox_image, tmp_path) -> SandboxEnvir
     context = ToolContext(
         workspace=session.workspace.path,
         box=session.box,
-        paths=PathPolicy(),
+        paths=language_paths(),
         truncation=Truncation(),
         test_cmd=TEST_CMD,
         test_timeout_s=60,

@@ -15,6 +15,7 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from policies.paths import PathPolicy
 from sandbox.ecosystems.base import Ecosystem, NoTestCommand
 from sandbox.ecosystems.python.ecosystem import PYTHON
 from sandbox.errors import SandboxUsageError
@@ -39,6 +40,11 @@ class Known:
     def load(self) -> Ecosystem:
         ecosystem: Ecosystem = getattr(importlib.import_module(self.module), self.attr)
         return ecosystem
+
+    def paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Its protected files and test spellings: its package's paths.py (constants only)."""
+        module = importlib.import_module(self.module.rsplit(".", 1)[0] + ".paths")
+        return tuple(module.WRITE_DENY), tuple(module.TEST_GLOBS)
 
     def may_be(self, repo: Path) -> bool:
         return any((repo / m).exists() or (repo / m).is_symlink() for m in self.markers)
@@ -81,6 +87,17 @@ def ecosystem_of_source(path: str) -> Ecosystem | None:
         if known.suffixes and path.endswith(known.suffixes):
             return known.load()
     return None
+
+
+def language_paths(base: PathPolicy | None = None) -> PathPolicy:
+    """`base` (the policy's own defaults) with every registered language's protected files and
+    test spellings: whatever a repository is, a fix may not edit a manifest, a lockfile or a
+    test of any language it holds (a Python project's `package.json` included)."""
+    policy = base or PathPolicy()
+    for known in ECOSYSTEMS:
+        write_deny, test_globs = known.paths()
+        policy = policy.adding(write_deny=write_deny, test_globs=test_globs)
+    return policy
 
 
 def recognised(repo: Path) -> list[Ecosystem]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from policies.budgets import validate_cost_cap
 from policies.config import WorkerConfig, load_config
 from policies.secrets import run_secrets
+from sandbox.ecosystems import language_paths
 from sandbox.home import worker_home
 from sandbox.worktree.workspace import remove_dir
 from worker.cli.loop_flags import budget_overrides, search_overrides
@@ -46,6 +47,7 @@ def make_request(args: argparse.Namespace) -> FixRequest:
             **search_overrides(args),
         },
         search=config_fragment(),
+        paths=language_paths(),
     )
     endpoint = choose_endpoint(args, config)
     price = pricing.price_for(endpoint.model, config.prices)

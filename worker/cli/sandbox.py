@@ -13,7 +13,7 @@ from sandbox.container.client import connect
 from sandbox.container.image import ensure_image
 from sandbox.container.prune import prune as prune_containers
 from sandbox.container.suites import DEFAULT_SUITE
-from sandbox.ecosystems import ECOSYSTEMS, detect_test_command, ecosystem_for
+from sandbox.ecosystems import ECOSYSTEMS, detect_test_command, ecosystem_for, language_paths
 from sandbox.prepare import prepare, run_pending_setup
 from sandbox.session import open_session
 from sandbox.setup.choice import before_setup, choose_setup
@@ -109,8 +109,9 @@ def run_tests(args: argparse.Namespace) -> int:
     if not repo.is_dir():
         raise UsageError(f"repository not found: {args.repo}")
     config = load_config(
-        repo, preset=args.policy, overrides=setup_overrides(args), search=config_fragment()
-    )
+        repo, preset=args.policy, overrides=setup_overrides(args), search=config_fragment(),
+        paths=language_paths(),
+    )  # fmt: skip
     ecosystem = ecosystem_for(repo, args.test_cmd or config.test_cmd)
     choice = choose_setup(repo, config, ecosystem)
     image = args.image or config.image

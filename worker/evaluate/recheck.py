@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from policies.config import load_config
-from policies.paths import PathPolicy
 from policies.secrets import run_secrets
-from sandbox.ecosystems import detect_test_command, ecosystem_for
+from sandbox.ecosystems import detect_test_command, ecosystem_for, language_paths
 from sandbox.errors import SandboxError
 from sandbox.prepare import prepare
 from sandbox.session import workspace_owner
@@ -55,7 +54,7 @@ class Recheck:
 def touched_tests(patch: str, task: EvalTask) -> list[str]:
     """Files of the patch that are tests or test configuration: a patch touching one is never
     resolved, whatever the repository's own configuration allows its runs to edit."""
-    policy = PathPolicy()
+    policy = language_paths()
     named = {t.split("::", 1)[0] for t in (*task.fail_to_pass, *task.pass_to_pass)}
     paths = sorted(file_paths(patch, kinds=HEADERS))  # old and new sides, renames, copies
     return [p for p in paths if p in named or not policy.is_writable(p)]
@@ -73,6 +72,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         repo,
         overrides={"test_cmd": task.test_cmd, "setup": task.setup},
         search=config_fragment(),  # a task's worker.toml may set them: they are valid keys
+        paths=language_paths(),
     )
     ecosystem = ecosystem_for(repo, config.test_cmd)  # as the run chose it, and below
     prepared = prepare(
@@ -98,7 +98,7 @@ def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Rechec
         try:
             run = verify_patch(
                 # Tests locked, fixtures watched, as in the run itself (sandbox/fixture_guard).
-                spec=prepared.spec(limits=config.limits, protect=PathPolicy().protection),
+                spec=prepared.spec(limits=config.limits, protect=language_paths().protection),
                 workspace=workspace,
                 patch=patch,
                 test_cmd=test_cmd,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from policies.paths import TEST_GLOBS, glob_regex
+from sandbox.ecosystems.node.paths import TEST_GLOBS as NODE_TEST_GLOBS
 
 if TYPE_CHECKING:
     from sandbox.ecosystems.base import FailedRun
@@ -122,7 +123,8 @@ def is_test_file(rel: str) -> bool:
     >>> [is_test_file(p) for p in ("src/a.spec.ts", "test/helpers.js", "src/test.js")]
     [True, True, False]
     """
-    return any(glob_regex(glob, ignore_case=True).match(rel) for glob in TEST_GLOBS)
+    globs = (*TEST_GLOBS, *NODE_TEST_GLOBS)
+    return any(glob_regex(glob, ignore_case=True).match(rel) for glob in globs)
 
 
 def is_source(rel: str) -> bool:
