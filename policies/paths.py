@@ -76,6 +76,10 @@ RUNNABLE_SUFFIXES = frozenset(
         ".kt", ".scala", ".rs", ".c", ".h", ".cc", ".cpp", ".sh", ".bash", ".pl", ".php",
     }
 )  # fmt: skip
+#: Of those, the suffixes of data formats that are code only as a tool's own settings file
+#: (`pytest.ini`, `Cargo.toml`), which the write-deny globs name: any other such file in a test
+#: folder is test data (a TOML library's `tests/examples/*.toml`, which its tests write back).
+SETTINGS_SUFFIXES = frozenset({".toml", ".ini", ".cfg"})
 Protection = Literal["locked", "fixture"]
 # Writing into .git could plant hooks that run on the host: no setting lifts this.
 _ALWAYS_WRITE_DENY: tuple[str, ...] = ("**/.git/**",)
@@ -335,13 +339,19 @@ class PathPolicy:
         >>> policy = PathPolicy()
         >>> [policy.protection(p) for p in ("app.py", "tests/test_a.py", "tests/res/a.html")]
         [None, 'locked', 'fixture']
-        >>> policy.protection(".github/workflows/ci.yml"), policy.protection("tests/pytest.ini")
-        ('locked', 'locked')
+        >>> policy.protection(".github/workflows/ci.yml"), policy.protection("tests/run.cfg")
+        ('locked', 'fixture')
+        >>> policy.adding(write_deny=["**/pytest.ini"]).protection("tests/pytest.ini")
+        'locked'
         """
         decision = self.check(rel, write=True)
         if decision.allowed:
             return None
-        data = PurePosixPath(rel).suffix.lower() not in RUNNABLE_SUFFIXES
+        suffix = PurePosixPath(rel).suffix.lower()
+        data = suffix not in RUNNABLE_SUFFIXES or (
+            suffix in SETTINGS_SUFFIXES
+            and _first_match(self.write_deny, rel, ignore_case=True) is None
+        )
         return "fixture" if decision.rule.startswith("tests:") and data else "locked"
 
     def resolve(self, root: Path, rel: str, *, write: bool = False) -> Path:

@@ -110,6 +110,32 @@ def test_code_that_rewrites_a_fixture_is_named_and_put_back(make_repo, open_sand
     assert session.box.run("cat tests/golden/out.txt").output == "HI\n"
 
 
+def test_a_test_that_writes_its_toml_data_back_passes_and_test_settings_stay_locked(
+    make_repo, open_sandbox
+):
+    """A TOML library's tests load `tests/examples/*.toml` and write it back (tomlkit's
+    test_toml_file): test data, so it passes as in a checkout; `tests/pytest.ini` is the
+    runner's settings and stays locked."""
+    files = {
+        "app.py": "def dump(text):\n    return text\n",
+        "tests/pytest.ini": "[pytest]\n",
+        "tests/examples/example.toml": "title = 'x'\n",
+        "tests/test_app.py": (
+            "import pathlib, app\n"
+            "def test_round_trip():\n"
+            "    path = pathlib.Path(__file__).parent / 'examples' / 'example.toml'\n"
+            "    text = path.read_text()\n"
+            "    path.write_text(app.dump(text))\n"
+            "    assert path.read_text() == text\n"
+        ),
+    }
+    session = open_sandbox(make_repo(files), protect=language_paths().protection)
+    run = run_tests(session.box, test_cmd="python -m pytest tests")
+    assert run.passed and run.result.fixtures_put_back == ()
+    r = session.box.run("echo '[pytest]' > tests/pytest.ini")
+    assert r.exit_code != 0 and "Permission denied" in r.output
+
+
 def test_a_fixture_swapped_for_a_link_is_named_and_replaced(make_repo, open_sandbox):
     files = {"app.py": "x = 1\n", "tests/data/a.txt": "A\n", "tests/test_a.py": "def test_a():\n"}
     session = open_sandbox(make_repo(files), protect=language_paths().protection)
