@@ -155,6 +155,47 @@ def test_a_version_from_git_by_hatch_vcs_in_a_src_layout(
     built_images.extend(_setup_images(proc.stderr))
 
 
+def test_a_version_setuptools_git_versioning_reads_from_pkg_info_alone(
+    make_repo,
+    build_index,
+    built_images,  # noqa: F811
+):
+    """setuptools-git-versioning has no variable for a build without git: without one it says
+    0.0.1. It reads an sdist's PKG-INFO first, so set-up's copy gets one with the checkout's
+    version; the user's tree and the test runs' tree never do."""
+    pyproject = (
+        f"# {os.urandom(8).hex()}\n"
+        '[build-system]\nrequires = ["setuptools>=64", "setuptools-git-versioning>=2"]\n'
+        'build-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "sgvdemo"\ndynamic = ["version"]\n'
+        "[tool.setuptools-git-versioning]\nenabled = true\n"
+        '[tool.setuptools]\npackages = ["sgvdemo"]\n'
+    )
+    repo = tagged(
+        make_repo,
+        {
+            "pyproject.toml": pyproject,
+            "sgvdemo/__init__.py": "",
+            "tests/test_version.py": (
+                "import os\nfrom importlib.metadata import version\n\n\n"
+                "def test_the_installed_version_is_the_checkouts():\n"
+                '    assert version("sgvdemo") == "2.3.0"\n\n\n'
+                "def test_the_tree_has_no_pkg_info():\n"
+                '    assert not os.path.exists("PKG-INFO")\n'
+            ),
+        },
+        tag="v2.3.0",
+        after=0,
+    )
+    before = tree_state(repo)
+    proc, run = run_tests_json(repo, build_index)
+    assert proc.returncode == 0, proc.stderr
+    assert run["counts"] == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}
+    assert "given 2.3.0 in PKG-INFO" in proc.stderr
+    assert tree_state(repo) == before
+    built_images.extend(_setup_images(proc.stderr))
+
+
 C_SOURCE = """\
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

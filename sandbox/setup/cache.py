@@ -205,10 +205,14 @@ def prepare_setup_image(
         progress(note)
     progress(f"set-up (network: {where}): {_summary(spec.command)}")
     if version is not None:
-        progress(f"set-up: the build reads its version from git: given {version.version}")
+        given = f"given {version.version}" + (" in PKG-INFO" if version.files() else "")
+        progress(f"set-up: the build reads its version from git: {given}")
     run_dir = make_run_dir("worker-setup-")
     try:
         workspace = snapshot(repo, run_dir)
+        for rel, text in (version.files() if version else {}).items():
+            if not os.path.lexists(path := workspace.path / rel):  # never over the tree's own
+                path.write_text(text, encoding="utf-8")
         before = manifest(workspace.path)
         with ExitStack() as stack:
             fence = None

@@ -39,6 +39,11 @@ class FromCheckout(Protocol):
         """The variables the build reads it from."""
         ...
 
+    def files(self) -> dict[str, str]:
+        """The files the build reads it from (a `PKG-INFO`), by path in the tree: written into
+        set-up's copy of the tree before the command, never kept with the image."""
+        ...
+
 
 #: Where set-up's own folders go in the image: the moved tree folders, corepack's downloads.
 DEPS_DIR = "/opt/worker-deps"

@@ -4,9 +4,15 @@ from git (vcs_version.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from sandbox.ecosystems.python.vcs_version import VcsVersion, asks_git_for_version, checkout_version
+from sandbox.ecosystems.python.vcs_version import (
+    PKG_INFO_READERS,
+    VcsVersion,
+    asks_git_for_version,
+    checkout_version,
+)
 from sandbox.setup.installer import Installer
 
 PYPI_HOSTS = ("pypi.org", "files.pythonhosted.org")
@@ -44,7 +50,14 @@ INPUTS = (
 
 def version_from_git(repo: Path) -> VcsVersion | None:
     """The checkout's version, where the build reads it from git; else None."""
-    return checkout_version(repo) if asks_git_for_version(repo) else None
+    if not asks_git_for_version(repo) or (version := checkout_version(repo)) is None:
+        return None
+    pkg_info = repo / "PKG-INFO"
+    if not (pkg_info.exists() or pkg_info.is_symlink()) and asks_git_for_version(
+        repo, PKG_INFO_READERS
+    ):
+        return dataclasses.replace(version, pkg_info=True)
+    return version
 
 
 PIP = Installer(

@@ -36,6 +36,7 @@ VCS_BACKENDS = (
     "pbr",
     'source = "scm"',  # pdm-backend's [tool.pdm.version]
     "use_scm_version",
+    *(PKG_INFO_READERS := ("setuptools-git-versioning", "setuptools_git_versioning")),
 )
 BUILD_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 MAX_BYTES = 1_000_000
@@ -53,6 +54,9 @@ class VcsVersion:
     version: str
     tag: str | None  # the nearest tag it was read from; None without tags
     distance: int  # commits since that tag (or since the root, without tags)
+    #: Whether the build reads it from a `PKG-INFO` alone (setuptools-git-versioning has no
+    #: variable for a build without git; it reads an sdist's `Version:` line first).
+    pkg_info: bool = False
 
     @property
     def key(self) -> str:
@@ -71,10 +75,16 @@ class VcsVersion:
             "DUNAMAI_VERSION": self.version,
         }
 
+    def files(self) -> dict[str, str]:
+        """The files the build reads it from, written into set-up's copy where it has none."""
+        if not self.pkg_info:
+            return {}
+        return {"PKG-INFO": f"Metadata-Version: 1.0\nVersion: {self.version}\n"}
 
-def asks_git_for_version(repo: Path) -> bool:
-    """Whether the project's build files name a tool that reads the version from git (read,
-    never run; links and files over 1 MB are not read)."""
+
+def asks_git_for_version(repo: Path, markers: tuple[str, ...] = VCS_BACKENDS) -> bool:
+    """Whether the project's build files name a tool that reads the version from git (`markers`:
+    those tools' names; read, never run; links and files over 1 MB are not read)."""
     for name in BUILD_FILES:
         path = repo / name
         if path.is_symlink() or not path.is_file():
@@ -85,7 +95,7 @@ def asks_git_for_version(repo: Path) -> bool:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if any(marker in text for marker in VCS_BACKENDS):
+        if any(marker in text for marker in markers):
             return True
     return False
 
