@@ -36,14 +36,23 @@ class CommandResult:
         )
 
     def describe(self) -> str:
-        """One line a person or a model can read: how the command ended."""
+        """One line a person or a model can read: how the command ended, and when."""
         if self.timed_out:
-            how = f"killed at the time limit after {self.duration_s:.1f}s"
+            return self.describe_ending(f" after {self.duration_s:.1f}s")
+        if self.disk_exceeded or self.oom_killed:
+            return self.describe_ending()
+        return self.describe_ending(f" in {self.duration_s:.2f}s")
+
+    def describe_ending(self, took: str = "") -> str:
+        """How the command ended, with no clock unless `took` says one: the same words for the
+        same ending, run after run (sandbox/testrun/steady.py)."""
+        if self.timed_out:
+            how = f"killed at the time limit{took}"
         elif self.disk_exceeded:
             how = "killed: wrote more to the workspace than the limit allows"
         elif self.oom_killed:
             how = f"killed: out of memory (exit {self.exit_code})"
         else:
-            how = f"exit {self.exit_code} in {self.duration_s:.2f}s"
+            how = f"exit {self.exit_code}{took}"
         cut = f", output {self.output_bytes} bytes (truncated)" if self.truncated else ""
         return f"{how}{cut}"

@@ -13,6 +13,7 @@ from sandbox.ecosystems import ecosystem_running
 from sandbox.ecosystems.base import Instrumented
 from sandbox.testrun.ids import validate_test_ids
 from sandbox.testrun.junit import TestSummary
+from sandbox.testrun.steady import steady
 from sandbox.testrun.verdict import Verdict, judge_run
 
 
@@ -90,26 +91,30 @@ class TestRun:
             "fixtures_put_back": list(result.fixtures_put_back),
         }
 
-    def headline(self) -> str:
-        """One line: counts, or how the command ended when there are none."""
+    def headline(self, *, clock: bool = True) -> str:
+        """One line: counts, or how the command ended when there are none; `clock`: with the
+        seconds it took (not for the model: sandbox/testrun/steady.py)."""
+        ended = self.result.describe() if clock else self.result.describe_ending()
         if self.result.timed_out or self.result.oom_killed or self.result.disk_exceeded:
-            return f"tests did not finish: {self.result.describe()}"
+            return f"tests did not finish: {ended}"
         if self.summary is None:
             verdict = "passed" if self.passed else "failed"
             kind = self.report_kind
             missing = f"no {kind} report: not a pass" if self.expects_junit else "no JUnit report"
             if self.junit_error:
                 missing = f"{kind} report not read: {self.junit_error}"
-            return f"test command {verdict} ({self.result.describe()}; {missing})"
+            return f"test command {verdict} ({ended}; {missing})"
         s = self.summary
-        return (
-            f"{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.skipped} skipped "
-            f"in {self.result.duration_s:.1f}s"
-        )
+        took = f" in {self.result.duration_s:.1f}s" if clock else ""
+        return f"{s.passed} passed, {s.failed} failed, {s.errors} errors, {s.skipped} skipped{took}"
 
-    def render(self, *, max_failures: int = 10, output_chars: int = 3000) -> str:
-        """A compact report: the headline, failing ids with trimmed tracebacks, output tail."""
-        lines = [self.headline()]
+    def render(
+        self, *, max_failures: int = 10, output_chars: int = 3000, for_model: bool = True
+    ) -> str:
+        """A compact report: the headline, failing ids with trimmed tracebacks, output tail.
+        `for_model`: the same text for the same outcome, run after run (steady.py): no clock,
+        no addresses; False keeps them, for a person."""
+        lines = [self.headline(clock=not for_model)]
         if self.summary is not None:
             for failure in self.summary.failures[:max_failures]:
                 lines.append(f"\n{failure.kind.upper()} {failure.test_id}: {failure.message}")
@@ -123,7 +128,8 @@ class TestRun:
         if self.summary is None or self.summary.total == 0 or not self.summary.failures:
             if not self.passed and self.result.output:
                 lines.append("\noutput (tail):\n" + self.result.output[-output_chars:])
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        return steady(text) if for_model else text
 
 
 def run_tests(

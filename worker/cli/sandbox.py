@@ -168,7 +168,7 @@ def run_tests(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(test_run.render())
+        print(test_run.render(for_model=False))
         kept = summary["log"] or "not kept (pass --out DIR to keep it)"
         print(f"full log: {kept}")
     return 0 if test_run.passed else 1

@@ -75,7 +75,14 @@ class Python:
         junit = f"/tmp/worker-junit-{secrets.token_hex(4)}.xml"
         token = secrets.token_hex(16)
         plugin = stage(STAMP_MODULE + ".py", _stamp_plugin())
-        env = {"WORKER_RUN_TOKEN": token, "PYTHONPATH": plugin.rsplit("/", 1)[0]}
+        # PYTHONHASHSEED: a set or a dict of strings prints in the same order run after run,
+        # so the model reads the same failure twice as the same text (sandbox/testrun/steady.py)
+        # and a verdict does not turn on a hash seed.
+        env = {
+            "WORKER_RUN_TOKEN": token,
+            "PYTHONPATH": plugin.rsplit("/", 1)[0],
+            "PYTHONHASHSEED": "0",
+        }
         command = f"{test_cmd} {PYTEST_FLAGS} -p {STAMP_MODULE} --junitxml={junit}"
         if ids:
             command = f"{narrowed(command, ids)} {' '.join(shlex.quote(t) for t in ids)}"
