@@ -226,6 +226,31 @@ def test_a_crashed_fork_and_a_compile_error_are_the_modules_failures():
     assert summary.outcome_of("app::org.acme.app.ReportTest#namesTheCity") == "error"
 
 
+def test_a_failing_case_is_not_hidden_by_passing_cases_of_the_same_name():
+    """Surefire 2.22.2 with TestNG 6.9 (failsafe-lib/failsafe 3.3.2, bench/corpus-java.toml)
+    names every case of a class `(<class>)`: one id, failed when any of its cases failed,
+    whichever comes last; the failure is the report's own, not Maven's count of it."""
+    name = "(dev.failsafe.okhttp.FailsafeCallTest)"
+    case = f'<testcase name="{name}" classname="dev.failsafe.okhttp.FailsafeCallTest"'
+    xml = (
+        f'<testsuite tests="3" failures="1">{case}><failure message="Bad exception type"'
+        f' type="java.lang.AssertionError">at x</failure></testcase>{case}/>{case}/></testsuite>'
+    ).encode()
+    log = b"[ERROR] Tests run: 3, Failures: 1, Errors: 0, Skipped: 0\n"
+    test_id = f"modules/okhttp::dev.failsafe.okhttp.FailsafeCallTest#{name}"
+    for summary in (
+        read_xml_reports([("modules/okhttp", xml)]),
+        read_run_report(
+            _tar({"maven.log": log, "r/modules/okhttp/surefire/TEST-F.xml": xml}),
+            root="/workspace",
+            modules=["core", "modules/okhttp"],
+        ),
+    ):
+        assert summary.outcomes == {test_id: "failed"}
+        assert summary.failing_ids() == [test_id]
+        assert summary.failures[0].message == "Bad exception type"
+
+
 def _tar(files: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as tar:

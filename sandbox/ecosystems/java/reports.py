@@ -10,7 +10,8 @@ harness's unit of "did not build" (sandbox/testrun/verdict.py reads an id withou
 container whose tests must all run and pass after a fix): a compile error and a forked VM that
 ended early are the module's failures. The same test has the same id in every run of the same
 tree. A case reported in two files (Surefire repeats a nested class's) is one test, failed if
-either says so.
+either says so; so are cases of one id in one file (Surefire 2.22 names every TestNG 6 case of
+a class `(com.example.RangeTest)`: one id per class, failed if any of its cases failed).
 
 A run's report is the tar sandbox/ecosystems/java/command.py packs: `r/<module>/surefire/*.xml`
 and `r/<module>/failsafe/*.xml`, written by Maven from the harness's extension, and
@@ -38,6 +39,7 @@ from collections.abc import Iterable, Sequence
 
 from sandbox.testrun.junit import (
     MAX_TESTCASES,
+    OUTCOME_OF_TAG,
     TestFailure,
     TestIdOf,
     TestSummary,
@@ -80,15 +82,20 @@ def read_xml_reports(reports: Iterable[tuple[str, bytes]]) -> TestSummary:
             continue
         read += 1
         for test_id, outcome in one.outcomes.items():
-            if _WORSE[outcome] >= _WORSE.get(outcomes.get(test_id, "passed"), 0):
-                outcomes[test_id] = outcome
-        for failure in one.failures:
+            _worst(outcomes, test_id, outcome)
+        for failure in one.failures:  # a case of the same id read later does not hide it
+            _worst(outcomes, failure.test_id, OUTCOME_OF_TAG[failure.kind])
             failures.setdefault(failure.test_id, failure)
         if len(outcomes) > MAX_TESTCASES:
             raise ValueError(f"too large: more than {MAX_TESTCASES:,} test cases")
     if not read:
         raise ValueError("no Surefire report in this run")
     return summarise(outcomes, list(failures.values()))
+
+
+def _worst(outcomes: dict[str, str], test_id: str, outcome: str) -> None:
+    if _WORSE[outcome] >= _WORSE.get(outcomes.get(test_id, "passed"), 0):
+        outcomes[test_id] = outcome
 
 
 def summarise(outcomes: dict[str, str], failures: list[TestFailure]) -> TestSummary:
