@@ -34,6 +34,7 @@ from tests.java_projects import (
     REACTOR,
     REACTOR_FAILING,
     REACTOR_PATCH,
+    REACTOR_POM,
 )
 from tests.test_fix_cli import fix_env, report, run_fix, tree_state
 from worker.llm.scripted_server import ScriptedServer, text, tool_call
@@ -88,7 +89,7 @@ class ZForgeTest {
         if (folder == null) {
             return;
         }
-        Path reports = Paths.get(folder, "surefire");
+        Path reports = Paths.get(folder, "surefire-reports");
         // Surefire writes RangeTest's reports as its events reach Maven: rewrite whatever
         // names a failure, for a few seconds, so that the last write is this one.
         for (int i = 0; i < 30; i++) {
@@ -213,9 +214,10 @@ def test_a_gradle_build_is_recognised_and_said_in_one_line(make_repo):
 def test_a_crashed_fork_and_a_compile_error_are_the_modules_failures():
     log = (
         b"[ERROR] /workspace/core/src/main/java/org/acme/core/T.java:[7,9] ';' expected\n"
-        b"[ERROR] Please refer to /tmp/worker-maven-1/r/app/surefire for the individual test "
-        b"results.\n[ERROR] The forked VM terminated without properly saying goodbye. VM crash "
-        b"or System.exit called?\n[ERROR] Crashed tests:\n[ERROR] org.acme.app.ReportTest\n"
+        b"[ERROR] Please refer to /tmp/worker-maven-1/r/app/surefire-reports for the individual "
+        b"test results.\n[ERROR] The forked VM terminated without properly saying goodbye. "
+        b"VM crash or System.exit called?\n[ERROR] Crashed tests:\n"
+        b"[ERROR] org.acme.app.ReportTest\n"
         b"[ERROR] \tat x\n"
     )
     summary = read_run_report(_tar({"maven.log": log}), root="/workspace", modules=["core", "app"])
@@ -241,7 +243,7 @@ def test_a_failing_case_is_not_hidden_by_passing_cases_of_the_same_name():
     for summary in (
         read_xml_reports([("modules/okhttp", xml)]),
         read_run_report(
-            _tar({"maven.log": log, "r/modules/okhttp/surefire/TEST-F.xml": xml}),
+            _tar({"maven.log": log, "r/modules/okhttp/surefire-reports/TEST-F.xml": xml}),
             root="/workspace",
             modules=["core", "modules/okhttp"],
         ),
@@ -301,6 +303,22 @@ def test_a_junit4_reactor_is_set_up_and_fixed_by_module_prefixed_ids(
     first = server.requests[0]["messages"][1]["content"]
     # The grounding (tree-sitter): the test, and what it calls in core.
     assert "core/src/main/java/org/acme/core/Temperature.java: Temperature.toFahrenheit" in first
+
+
+@pytest.mark.docker
+def test_the_super_poms_old_surefire_keeps_its_reports(make_repo, jdk_image):
+    """A POM that names no Surefire gets the one Maven's super POM binds (2.12.4 in Debian's
+    Maven 3.8.7; skyscreamer/JSONassert 1.5.3, bench/corpus-java.toml), which deletes the
+    folder `surefire` beside its reports folder after the run: the reports are still read."""
+    pom = REACTOR_POM.replace(
+        "<plugin>\n        <artifactId>maven-surefire-plugin</artifactId>\n"
+        "        <version>3.2.5</version>\n      </plugin>",
+        "",
+    )
+    assert "surefire" not in pom
+    result, said = run_tests(make_repo({**REACTOR, "pom.xml": pom}))
+    assert result["counts"] == {"passed": 1, "failed": 3, "errors": 0, "skipped": 0}, said
+    assert sorted(result["failing"]) == REACTOR_FAILING
 
 
 @pytest.mark.docker

@@ -7,7 +7,7 @@ The command runs as written, with what makes its reports this run's and its outc
 - `-Dmaven.ext.class.path=` the harness's extension (image.py) and `-Dworker.reports=` a folder
   under /tmp named at random for this run: the extension points every module's Surefire and
   Failsafe reports there, whatever the POM says, one folder per module
-  (`<folder>/core/surefire/TEST-*.xml`), and sets testFailureIgnore so that every module's
+  (`<folder>/core/surefire-reports/TEST-*.xml`), and sets testFailureIgnore so that every module's
   tests run (the exit status is then the harness's: below);
 - the log of the run goes to the user as it runs and into the same folder; the folder (the XML
   reports and the log) is packed into one tar at the report path, which is all that is read

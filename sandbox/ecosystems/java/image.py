@@ -15,12 +15,14 @@ Surefire's and Failsafe's reports into a folder that run chose at random
 disk: what a set-up resolves into it is committed with the set-up image, and the tests read it
 offline (`-o`), from a root they cannot write.
 
-An image is current while its recipe label matches (this Dockerfile, the base image's id, the
-major): a new Debian point release of the JDK does not rebuild it by itself.
+An image is current while its recipe label matches (this Dockerfile, which names the
+extension's source by its hash, the base image's id, the major): a changed extension rebuilds
+it; a new Debian point release of the JDK does not by itself.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import tarfile
 from collections.abc import Callable
@@ -73,9 +75,10 @@ def supports(jdk: int, level: int) -> bool:
 
 
 def dockerfile(major: int) -> str:
+    digest = hashlib.sha256(_extension_source()).hexdigest()[:16]
     return f"""\
 # JDK {major} and Maven from Debian's packages (sandbox/ecosystems/java/image.py); the
-# harness's Maven extension compiled against that Maven.
+# harness's Maven extension (WorkerReports.java, sha256 {digest}) compiled against that Maven.
 ARG BASE=worker-sandbox:latest
 FROM ${{BASE}}
 ARG UID={SANDBOX_UID}
@@ -133,12 +136,16 @@ def ensure_jdk_image(
 
 def _write_context(out: IO[bytes], text: str) -> None:
     """The build context: the Dockerfile and the extension's source."""
-    source = resources.files("sandbox.ecosystems.java").joinpath("maven/WorkerReports.java")
     with tarfile.open(fileobj=out, mode="w") as tar:
         for path, data in (
             ("Dockerfile", text.encode()),
-            ("root" + EXTENSION_SOURCE, source.read_bytes()),
+            ("root" + EXTENSION_SOURCE, _extension_source()),
         ):
             info = tarfile.TarInfo(path)
             info.size, info.mode = len(data), 0o644
             tar.addfile(info, io.BytesIO(data))
+
+
+def _extension_source() -> bytes:
+    source = resources.files("sandbox.ecosystems.java").joinpath("maven/WorkerReports.java")
+    return source.read_bytes()

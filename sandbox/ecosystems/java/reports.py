@@ -13,9 +13,9 @@ tree. A case reported in two files (Surefire repeats a nested class's) is one te
 either says so; so are cases of one id in one file (Surefire 2.22 names every TestNG 6 case of
 a class `(com.example.RangeTest)`: one id per class, failed if any of its cases failed).
 
-A run's report is the tar sandbox/ecosystems/java/command.py packs: `r/<module>/surefire/*.xml`
-and `r/<module>/failsafe/*.xml`, written by Maven from the harness's extension, and
-`maven.log`, the log of the same run, read for what no XML says:
+A run's report is the tar sandbox/ecosystems/java/command.py packs:
+`r/<module>/surefire-reports/*.xml` and `r/<module>/failsafe-reports/*.xml`, written by Maven
+from the harness's extension, and `maven.log`, the log of the same run, read for what no XML says:
 
 - a compile error (`[ERROR] /workspace/src/main/java/x/Range.java:[14,23] ';' expected`): the
   failure of the module the named files are in (its id the module's folder), its text the
@@ -55,7 +55,9 @@ _CRASH = re.compile(r"The forked VM terminated|There was an error in the forked 
 _COUNTED = re.compile(
     r"^\[(?:ERROR|WARNING|INFO)\] Tests run: (\d+), Failures: (\d+), Errors: (\d+)", re.M
 )
-_REFER = re.compile(r"Please refer to (\S+?)/(surefire|failsafe) for the individual test results")
+_REFER = re.compile(
+    r"Please refer to (\S+?)/(surefire|failsafe)-reports for the individual test results"
+)
 _CRASHED_CLASS = re.compile(r"^\[ERROR\] ([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)\s*$")
 
 
@@ -133,7 +135,7 @@ def read_run_report(data: bytes, *, root: str, modules: Sequence[str] = (".",)) 
                 if parts == ["maven.log"]:
                     log = handle.read().decode("utf-8", "replace")
                 elif parts[0] == "r" and len(parts) >= 3 and parts[-1].endswith(".xml"):
-                    if parts[-2] in ("surefire", "failsafe"):
+                    if parts[-2] in ("surefire-reports", "failsafe-reports"):
                         xml.append(("/".join(parts[1:-2]) or ".", handle.read()))
     except tarfile.TarError as exc:
         raise ValueError(f"not a Maven run's reports: {exc}") from exc

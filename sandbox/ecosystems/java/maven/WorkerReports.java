@@ -12,8 +12,10 @@ import org.codehaus.plexus.util.xml.Xpp3Dom;
 
 /**
  * Where Surefire and Failsafe write their XML reports in a worker run: under the folder the
- * user property worker.reports names (random per run), one folder per module and plugin,
- * whatever the POM says; and testFailureIgnore, so that a failing module's tests do not keep
+ * user property worker.reports names (random per run), one folder per module and plugin
+ * (`core/surefire-reports`, as Maven names them: Surefire before 2.19 keeps its forked VM's
+ * files in the folder `surefire` beside its reports folder and deletes it after the run, so a
+ * reports folder of that name was emptied), whatever the POM says; and testFailureIgnore, so that a failing module's tests do not keep
  * the others from running (the harness reads the outcome from the reports, and says the run
  * failed itself). Nothing else of the build is changed; without the property, nothing at all.
  * Loaded with -Dmaven.ext.class.path (sandbox/ecosystems/java/image.py builds the jar).
@@ -42,7 +44,7 @@ public class WorkerReports extends AbstractMavenLifecycleParticipant {
                 if (kind == null) {
                     continue;
                 }
-                String dir = new File(new File(reports, module), kind).getPath();
+                String dir = new File(new File(reports, module), kind + "-reports").getPath();
                 plugin.setConfiguration(withDirectory((Xpp3Dom) plugin.getConfiguration(), dir));
                 for (PluginExecution execution : plugin.getExecutions()) {
                     execution.setConfiguration(
