@@ -322,6 +322,31 @@ def test_the_super_poms_old_surefire_keeps_its_reports(make_repo, jdk_image):
 
 
 @pytest.mark.docker
+def test_a_plugin_bound_to_clean_that_fails_does_not_stop_the_set_up(make_repo, jdk_image):
+    """jopt-simple 5.0.4 (bench/corpus-java.toml) binds cobertura-maven-plugin 2.6 to `clean`,
+    which asks for JDK 8's tools.jar: `mvn test` never runs it, so the set-up's `clean` failing
+    is not the set-up's failure (here a plugin bound to `clean` that fails the build)."""
+    failing_clean = """
+      <plugin>
+        <artifactId>maven-antrun-plugin</artifactId>
+        <version>3.1.0</version>
+        <executions>
+          <execution>
+            <phase>clean</phase>
+            <goals><goal>run</goal></goals>
+            <configuration><target><fail message="no clean on this JDK"/></target></configuration>
+          </execution>
+        </executions>
+      </plugin>
+    </plugins>"""
+    pom = REACTOR_POM.replace("\n    </plugins>", failing_clean, 1)
+    assert "no clean on this JDK" in pom
+    result, said = run_tests(make_repo({**REACTOR, "pom.xml": pom}))
+    assert result["counts"] == {"passed": 1, "failed": 3, "errors": 0, "skipped": 0}, said
+    assert sorted(result["failing"]) == REACTOR_FAILING
+
+
+@pytest.mark.docker
 def test_a_patch_to_pom_xml_is_refused_and_not_a_fix(make_repo, tmp_path, jdk_image):
     repo = make_repo(PROJECT)
     edit = {

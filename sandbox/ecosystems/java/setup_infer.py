@@ -9,7 +9,10 @@ a test filter no test matches (`-Dtest=*#workerSetupOnly`): every plugin of ever
 resolves and runs, Surefire resolves its provider and starts its fork, and no test runs. A
 compile error does not stop it (`maven.compiler.failOnError=false`: the planted bug may be one;
 the test run says so later); a dependency or plugin no repository has does, in one line, with
-exit 6 (the kit's `broken` case). `clean` is resolved with it (a test command may start so).
+exit 6 (the kit's `broken` case). `clean` runs first, on its own, for its plugin to be
+resolved (a test command may start so); its failure is not the set-up's: a plugin bound to it
+may not run on this JDK (cobertura-maven-plugin 2.6 asks for tools.jar, gone since JDK 9:
+jopt-simple 5.0.4, bench/corpus-java.toml), and `mvn test` never runs it.
 
 The project's wrapper (`mvnw`) when it has one, else the image's Maven: the wrapper's
 distribution (its distributionUrl, on Maven Central) lands in ~/.m2/wrapper with the rest.
@@ -117,7 +120,9 @@ def infer_java_setup(repo: Path) -> SetupPlan:
     reactor = read_reactor(files)
     program = maven_program(files)
     maven = "sh ./mvnw" if program == "./mvnw" else program
-    run = shlex.join([*maven.split(), "-s", SETTINGS, *SETUP_FLAGS, "clean", "test"])
+    clean = shlex.join([*maven.split(), "-s", SETTINGS, "-B", "-q", "clean"])
+    test = shlex.join([*maven.split(), "-s", SETTINGS, *SETUP_FLAGS, "test"])
+    run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}"
     notes = list(reactor.notes)
     declared = [h for h in repository_hosts(reactor.repositories()) if h not in CENTRAL_HOSTS]
     if declared:
@@ -134,7 +139,7 @@ def infer_java_setup(repo: Path) -> SetupPlan:
         command=f"{_SETTINGS}; {_said_last(run)}",
         sources=tuple(sources),
         notes=tuple(notes),
-        summary=f"{program} clean test with no test selected: every plugin and dependency the "
-        f"tests of {what} need, resolved from Maven Central into ~/.m2/repository",
+        summary=f"{program} clean, then test with no test selected: every plugin and dependency "
+        f"the tests of {what} need, resolved from Maven Central into ~/.m2/repository",
         installer=JAVA_INSTALLER,
     )
