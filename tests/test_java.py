@@ -28,6 +28,7 @@ from sandbox.ecosystems.java.errors import GradleUnavailable, WrongJdk
 from sandbox.ecosystems.java.image import ensure_jdk_image
 from sandbox.ecosystems.java.reports import read_run_report, read_xml_reports
 from tests.java_projects import (
+    FAILING,
     GOOD_PATCH,
     PROJECT,
     RANGE_TEST,
@@ -344,6 +345,24 @@ def test_a_plugin_bound_to_clean_that_fails_does_not_stop_the_set_up(make_repo, 
     result, said = run_tests(make_repo({**REACTOR, "pom.xml": pom}))
     assert result["counts"] == {"passed": 1, "failed": 3, "errors": 0, "skipped": 0}, said
     assert sorted(result["failing"]) == REACTOR_FAILING
+
+
+@pytest.mark.docker
+def test_a_deeply_nested_expression_compiles(make_repo, jdk_image):
+    """javac runs in Maven's JVM, whose C1-only JIT (image.py's MAVEN_OPTS) overflowed its
+    default stack on a long chain of calls (stleary/JSON-java 20260719's tests,
+    bench/corpus-java.toml: the tests did not compile, and the set-up failed)."""
+    chain = "new StringBuilder()" + ".append(1)" * 1000
+    deep = (
+        "package com.example;\n\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n"
+        "import org.junit.jupiter.api.Test;\n\nclass DeepTest {\n    @Test\n    void chain() {\n"
+        f"        assertEquals(1000, {chain}.length());\n    }}\n}}\n"
+    )
+    repo = make_repo({**PROJECT, "src/test/java/com/example/DeepTest.java": deep})
+    result, said = run_tests(repo)
+    assert result["counts"] is not None, said
+    assert ".::com.example.DeepTest#chain()" not in result["failing"], said
+    assert sorted(result["failing"]) == FAILING
 
 
 @pytest.mark.docker

@@ -51,10 +51,14 @@ MAVEN_USER_HOME = "/home/worker/.m2"
 LOCAL_REPOSITORY = f"{MAVEN_USER_HOME}/repository"
 #: MAVEN_USER_HOME: where the wrapper (`mvnw`) keeps the Maven it downloads, on the image's disk
 #: (the sandbox's HOME is /tmp, which no set-up image keeps: sandbox/container/base.py).
-#: A one-core sandbox starts Maven's JVM in half the time without the C2 compiler; the local
-#: repository is named, not found from the user's home: a sandbox user with no passwd entry
-#: (the worker's own uid) or root would look elsewhere (Java reads the home from passwd).
-MAVEN_OPTS = f"-XX:+TieredCompilation -XX:TieredStopAtLevel=1 -Dmaven.repo.local={LOCAL_REPOSITORY}"
+#: A one-core sandbox starts Maven's JVM in half the time without the C2 compiler; javac runs
+#: in that JVM, and its C1-only code overflowed the default stack (1 MiB) on a long chain of
+#: calls that the host's javac compiles (JSON-java's tests): 4 MiB. The local repository is
+#: named, not found from the user's home: a sandbox user with no passwd entry (the worker's
+#: own uid) or root would look elsewhere (Java reads the home from passwd).
+MAVEN_OPTS = (
+    f"-XX:+TieredCompilation -XX:TieredStopAtLevel=1 -Xss4m -Dmaven.repo.local={LOCAL_REPOSITORY}"
+)
 
 Progress = Callable[[str], None]
 
