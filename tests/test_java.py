@@ -523,6 +523,24 @@ def test_the_projects_maven_wrapper_is_set_up_and_run_offline(make_repo, tmp_pat
 
 
 @pytest.mark.docker
+def test_a_wrapper_script_whose_jar_is_not_committed_is_set_up(make_repo, tmp_path, jdk_image):
+    """The wrapper's `script` kind (3.3.2's, from Maven Central) runs maven-wrapper.jar and,
+    when it is not committed, fetches it with wget or curl, which the image has not
+    (FasterXML/java-classmate 1.7.3): the set-up fetches it, and the tests run offline."""
+    import urllib.request
+    import zipfile
+
+    with urllib.request.urlopen(WRAPPER_ZIP.replace("only-script", "script"), timeout=60) as got:
+        mvnw = zipfile.ZipFile(io.BytesIO(got.read())).read("mvnw").decode()
+    assert "MavenWrapperMain" in mvnw
+    properties = WRAPPER_PROPERTIES.replace("distributionType=only-script\n", "")
+    repo = make_repo({**PROJECT, "mvnw": mvnw, ".mvn/wrapper/maven-wrapper.properties": properties})
+    said, _ = run_tests(repo, "--test-cmd", "./mvnw -V test", "--out", str(tmp_path / "out"))
+    assert sorted(said["failing"]) == FAILING, said
+    assert "Apache Maven 3.9.9" in Path(said["log"]).read_text(), said["log"]
+
+
+@pytest.mark.docker
 def test_a_mirror_the_user_names_stands_for_central(make_repo, tmp_path, jdk_image):
     """MAVEN_MIRROR_URL (here repo1.maven.org, Central's other name): set-up resolves through
     it, its host let through the fence, and the offline test runs find what it served."""

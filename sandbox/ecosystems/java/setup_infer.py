@@ -110,6 +110,26 @@ _CAUSE = (
 )
 
 
+#: A wrapper script of the kind that runs `.mvn/wrapper/maven-wrapper.jar` fetches the jar,
+#: where it is not committed, with wget or curl (the image has neither) or a
+#: MavenWrapperDownloader.java the project may not have (FasterXML/java-classmate 1.7.3,
+#: bench/corpus-java.toml): the set-up fetches it with Java, through the fence, from the
+#: properties' wrapperUrl or the URL the script names. A file set-up wrote into the tree, every
+#: run's copy has it (sandbox/setup/tree.py). A fetch that fails leaves the script to say so.
+_FETCH_JAVA = (
+    "public class WorkerFetch { public static void main(String[] a) throws Exception { "
+    "try (var in = java.net.URI.create(a[0]).toURL().openStream()) { "
+    "java.nio.file.Files.copy(in, java.nio.file.Path.of(a[1])); } } }"
+)
+_WRAPPER_JAR = (
+    'j=.mvn/wrapper/maven-wrapper.jar; if [ ! -f "$j" ] && grep -q MavenWrapperMain mvnw; then '
+    "u=$(sed -n 's/^wrapperUrl=//p' .mvn/wrapper/maven-wrapper.properties 2>/dev/null | head -n1); "
+    """[ -n "$u" ] || u=$(grep -o 'https://[^"]*/maven-wrapper-[0-9.]*[.]jar' mvnw | head -n1); """
+    f"printf '%s\\n' {shlex.quote(_FETCH_JAVA)} > /tmp/WorkerFetch.java; "
+    'java /tmp/WorkerFetch.java "$u" "$j" || true; fi'
+)
+
+
 def maven_program(files: RepoFiles) -> str:
     """`./mvnw` when the repository has the wrapper, else `mvn`."""
     return "./mvnw" if files.exists("mvnw") else "mvn"
@@ -123,6 +143,8 @@ def infer_java_setup(repo: Path) -> SetupPlan:
     clean = shlex.join([*maven.split(), "-s", SETTINGS, "-B", "-q", "clean"])
     test = shlex.join([*maven.split(), "-s", SETTINGS, *SETUP_FLAGS, "test"])
     run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}"
+    if program == "./mvnw":
+        run = f"{_WRAPPER_JAR}; {run}"
     notes = list(reactor.notes)
     declared = [h for h in repository_hosts(reactor.repositories()) if h not in CENTRAL_HOSTS]
     if declared:
