@@ -45,6 +45,15 @@ def _write(tmp_path, files: dict[str, str]):
          "1.85", ".github/workflows/ci.yml asks for 1.80: that release line"),
         ({".github/workflows/ci.yml": "steps:\n  - run: rustup toolchain install 1.63 --profile"
           " minimal\n"}, "1.63", ".github/workflows/ci.yml asks for 1.63: that release line"),
+        # A nightly job beside the tests (anyhow's miri) is no pin; the next step's stable is.
+        ({".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - uses: dtolnay/rust-"
+          "toolchain@master\n        with:\n          toolchain: ${{matrix.rust}}\n  miri:\n"
+          "    steps:\n      - uses: dtolnay/rust-toolchain@nightly\n  doc:\n    steps:\n"
+          "      - uses: dtolnay/rust-toolchain@stable\n"}, "1.96",
+         "stable in .github/workflows/ci.yml: the newest"),
+        ({".github/workflows/ci.yml": "steps:\n  - uses: dtolnay/rust-toolchain@nightly\n",
+          "Cargo.toml": '[package]\nname = "a"\nrust-version = "1.63.0"\n'}, "1.63",
+         "Cargo.toml's rust-version needs at least 1.63.0: the lowest that satisfies it"),
     ],
 )  # fmt: skip
 def test_the_rust_a_project_asks_for(tmp_path, files, version, why):

@@ -4,7 +4,8 @@ What a project asks, first found wins (rustup's own order of precedence, then th
 least-version hints): `rust-toolchain.toml`'s `[toolchain] channel` or a bare
 `rust-toolchain` file (a pin); else the CI workflow's toolchain step (`dtolnay/rust-toolchain@1.80`
 or its `toolchain:` input, `actions-rs/toolchain`'s `toolchain:`, a `rustup toolchain install`,
-`rustup default` or `rustup override set` line: a pin too); else `.tool-versions`' `rust` line;
+`rustup default` or `rustup override set` line: a pin too; a release or `stable`, never a
+channel such as `nightly`: `_ci`); else `.tool-versions`' `rust` line;
 else the greatest `rust-version` of the root Cargo.toml, its `[workspace.package]` and its
 members' (a minimum). A pin `stable` (or none at all) is the newest there is; `1.80` or
 `1.80.1`, that release or, where no source has it, the lowest newer one (a release newer than
@@ -210,20 +211,20 @@ _RUSTUP = re.compile(
     r"rustup\s+(?:toolchain\s+install|install|default|override\s+set)\s+"
     r"(?:--\S+\s+)*['\"]?([\w.\-]+)"
 )
-_MATRIX = re.compile(r"\$\{\{")
 
 
 def _ci(files: RepoFiles) -> Ask | None:
-    """The first toolchain a workflow's steps name, in file order (a matrix's `${{ }}` named
-    none)."""
+    """The first release or `stable` a workflow's steps name, in file order (a matrix's
+    `${{ }}` names none). A channel there (`nightly`, `beta`, `miri`) is a job beside the tests
+    (miri, docs, minimal versions: anyhow's, thiserror's, either's CI), not what they need; a
+    project that needs nightly pins it in rust-toolchain.toml."""
     for name in _workflows(files):
         text = files.read(name) or ""
         for pattern in (_DTOLNAY, _TOOLCHAIN_INPUT, _RUSTUP):
             for match in pattern.finditer(text):
                 value = match.group(1)
-                if value in ("master", "main", "v1") or _MATRIX.search(value):
-                    continue
-                return Ask(value, name, pin=True)
+                if value == "stable" or parse_version(value) is not None:
+                    return Ask(value, name, pin=True)
     return None
 
 
