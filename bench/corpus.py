@@ -23,7 +23,10 @@ Go the sandbox picks for its go.mod, on the host, running `go test -json` (bench
 An entry with `ecosystem = "node"` (bench/corpus-node.toml: `--list bench/corpus-node.toml`)
 is a JavaScript or TypeScript repository: its reference is the host's Node, the CI's install
 commands and its test command, with the runner's per-test report (bench/corpus_node.py); the
-sandbox side is the same `run-tests` with no flag.
+sandbox side is the same `run-tests` with no flag. An entry with `ecosystem = "rust"`
+(bench/corpus-rust.toml) is a Rust crate: its reference is the host's Rust, `cargo fetch` and
+its `cargo test --no-fail-fast` offline, its plain output read into the sandbox's ids
+(bench/corpus_rust.py); run it with `--user ''` (the host's toolchain is root's).
 
 A repository comes from, in order: its `source` (a path or a URL), the fetch mirror
 (MIRROR/owner+name/repo), or https://github.com/owner/name. Installs use PyPI alone (the host's
@@ -60,6 +63,7 @@ sys.path[:] = [str(ROOT), str(HERE)] + [p for p in sys.path if Path(p or ".").re
 from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
 from corpus_go import go_for, go_proxy_env, run_go_reference  # noqa: E402
 from corpus_node import node_version, run_node_reference  # noqa: E402
+from corpus_rust import run_rust_reference, rust_version  # noqa: E402
 
 from sandbox.testrun.junit import parse_junit  # noqa: E402
 
@@ -88,7 +92,7 @@ class Entry:
     env: dict[str, str] = field(default_factory=dict)
     submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
     workaround: tuple[str, ...] = ()  # run-tests flags that make a known difference go away
-    ecosystem: str = "python"  # or "node", "go": bench/corpus_node.py, corpus_go.py
+    ecosystem: str = "python"  # or "node", "go", "rust": bench/corpus_node.py, corpus_go.py...
     runner: str = ""  # node: the runner whose report names the tests (bench/node_host.py)
     report: str = ""  # node: the test command with {report_flags} where the report is asked
     modules: tuple[str, ...] = ()  # go: `owner/name@tag` of each module served as its proxy
@@ -397,13 +401,19 @@ def say(line: str) -> None:
 
 def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python: str) -> None:
     """Run the reference and cache it, keyed by what decides it (`python`: the interpreter's
-    version, or for a node entry Node's, for a go entry the Go release the sandbox picks)."""
-    toolchain = {"node": "Node", "go": "Go"}.get(entry.ecosystem, "Python")
+    version, or for a node entry Node's, for a rust entry the host's Rust, for a go entry the
+    Go release the sandbox picks)."""
+    toolchain = {"node": "Node", "go": "Go", "rust": "Rust"}.get(entry.ecosystem, "Python")
     say(f"{entry.name}: reference ({toolchain} {python}, user {args.user or 'root'})")
     if entry.ecosystem == "go":
         result = run_go_reference(
             entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
             owner=args.user, go=python, mirror=args.mirror,
+        )  # fmt: skip
+    elif entry.ecosystem == "rust":
+        result = run_rust_reference(
+            entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
+            owner=args.user,
         )  # fmt: skip
     elif entry.ecosystem == "node":
         result = run_node_reference(
@@ -482,9 +492,10 @@ def main() -> int:
     python = subprocess.run([args.python, "-c", "import sys; print(sys.version.split()[0])"],
                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     node = node_version() if any(e.ecosystem == "node" for e in entries) else ""
+    rust = rust_version() if any(e.ecosystem == "rust" for e in entries) else ""
     for entry in entries if not args.report else []:
         cached = read_json(work / entry.name / "reference.json")
-        version = {"node": node, "python": python}.get(entry.ecosystem) or go_for(
+        version = {"node": node, "python": python, "rust": rust}.get(entry.ecosystem) or go_for(
             entry.source, entry.commit
         )
         key = entry.key(version, args.user)
