@@ -223,6 +223,8 @@ def test_set_up_fetches_locked_through_the_registry_only(tmp_path):
     plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=tmp_path / "home")
     assert plan.command == "cargo fetch --locked && { cargo test --no-run || true; }"
     assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
+    # Without a lockfile, cargo resolves versions the project's rust-version builds.
+    assert plan.installer.env["CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS"] == "fallback"
     assert "Cargo.lock" in plan.installer.inputs and "**/Cargo.toml" in plan.installer.inputs
     assert any("gitdep is a git dependency" in n for n in plan.notes)
     assert any("mine comes from the registry 'corp'" in n for n in plan.notes)
