@@ -36,7 +36,7 @@ from typing import Any
 from node_host import SYSTEM_PATH, run_shell
 
 # The host's cargo and rustup settings would make a run no CI has.
-DROPPED_ENV = ("CARGO", "RUSTUP", "RUSTC", "RUSTDOC", "RUSTFLAGS")
+DROPPED_ENV = ("CARGO", "RUST")  # RUST_BACKTRACE too: CI sets none
 LIB_KINDS = ("lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro")
 
 _RUNNING = re.compile(r"^\s*Running (unittests )?(\S.*?) \((.+)\)$")
