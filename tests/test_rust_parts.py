@@ -61,6 +61,21 @@ def test_the_rust_a_project_asks_for(tmp_path, files, version, why):
     assert (choice.line, choice.why) == (version, why)
 
 
+def test_a_project_that_fetches_crates_gets_a_cargo_that_reaches_crates_io(tmp_path):
+    from sandbox.ecosystems.rust.choice import choose_rust
+
+    # either 1.17.0: rust-version 1.63.0 and crates from crates.io, whose git index 1.63's
+    # cargo would clone from github.com (refused by the fence): 1.85 instead.
+    manifest = '[package]\nname = "a"\nrust-version = "1.63.0"\n[dev-dependencies]\nx = "1"\n'
+    choice = choose_rust(_write(tmp_path / "deps", {"Cargo.toml": manifest}))
+    assert choice.line == "1.85"
+    assert choice.passed_over == (
+        "Rust 1.63 (its cargo has no sparse index: crates.io is out of its reach here)",
+    )
+    local = '[package]\nname = "a"\nrust-version = "1.63.0"\n[dependencies]\nb = { path = "b" }\n'
+    assert choose_rust(_write(tmp_path / "local", {"Cargo.toml": local})).line == "1.63"
+
+
 def test_a_pin_no_source_has_is_passed_over_for_the_next():
     from sandbox.ecosystems.rust.choice import Ask
 

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import tomllib
 
-from sandbox.ecosystems.rust.choice import manifests
+from sandbox.ecosystems.rust.choice import DEPENDENCY_TABLES, manifests
 from sandbox.ecosystems.rust.command import CargoTest
 from sandbox.ecosystems.rust.image import SETUP_TARGET
 from sandbox.setup.installer import Installer
@@ -49,7 +49,6 @@ from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
 
 PUBLIC_HOSTS = ("index.crates.io", "static.crates.io")
-DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 RUST_INSTALLER = Installer(
     name="cargo",
     hosts=PUBLIC_HOSTS,
