@@ -26,7 +26,10 @@ commands and its test command, with the runner's per-test report (bench/corpus_n
 sandbox side is the same `run-tests` with no flag. An entry with `ecosystem = "java"`
 (bench/corpus-java.toml) is a Maven project: its reference is the host's JDK 17 and Maven (or
 its own `./mvnw`), `mvn -B test` with a local repository of the bench's own (WORK/m2), then the
-same offline, its Surefire reports read into the sandbox's ids (bench/corpus_java.py).
+same offline, its Surefire reports read into the sandbox's ids (bench/corpus_java.py). An entry
+with `ecosystem = "rust"` (bench/corpus-rust.toml) is a Rust crate: its reference is the host's
+Rust, `cargo fetch` and its `cargo test --no-fail-fast` offline, its plain output read into the
+sandbox's ids (bench/corpus_rust.py); run it with `--user ''` (the host's toolchain is root's).
 
 A repository comes from, in order: its `source` (a path or a URL), the fetch mirror
 (MIRROR/owner+name/repo), or https://github.com/owner/name. Installs use PyPI alone (the host's
@@ -64,6 +67,7 @@ from corpus_compare import Comparison, Row, Side, compare, table  # noqa: E402
 from corpus_go import go_for, go_proxy_env, run_go_reference  # noqa: E402
 from corpus_java import java_version, run_java_reference  # noqa: E402
 from corpus_node import node_version, run_node_reference  # noqa: E402
+from corpus_rust import run_rust_reference, rust_version  # noqa: E402
 
 from sandbox.testrun.junit import parse_junit  # noqa: E402
 
@@ -92,7 +96,7 @@ class Entry:
     env: dict[str, str] = field(default_factory=dict)
     submodules: dict[str, str] = field(default_factory=dict)  # path -> owner/name or URL
     workaround: tuple[str, ...] = ()  # run-tests flags that make a known difference go away
-    ecosystem: str = "python"  # or "node", "go", "java": bench/corpus_node.py, corpus_go.py...
+    ecosystem: str = "python"  # or "node", "go", "java", "rust": bench/corpus_node.py, ...
     runner: str = ""  # node: the runner whose report names the tests (bench/node_host.py)
     report: str = ""  # node: the test command with {report_flags} where the report is asked
     modules: tuple[str, ...] = ()  # go: `owner/name@tag` of each module served as its proxy
@@ -402,16 +406,19 @@ def say(line: str) -> None:
 def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python: str) -> None:
     """Run the reference and cache it, keyed by what decides it (`python`: the interpreter's
     version, or for a node entry Node's, for a go entry the Go release the sandbox picks, for
-    a java entry the host JDK's)."""
-    toolchain = {"node": "Node", "go": "Go", "java": "Java"}.get(entry.ecosystem, "Python")
+    a java entry the host JDK's, for a rust entry the host's Rust)."""
+    toolchain = {"node": "Node", "go": "Go", "java": "Java", "rust": "Rust"}.get(
+        entry.ecosystem, "Python"
+    )
     say(f"{entry.name}: reference ({toolchain} {python}, user {args.user or 'root'})")
     if entry.ecosystem == "go":
         result = run_go_reference(
             entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
             owner=args.user, go=python, mirror=args.mirror,
         )  # fmt: skip
-    elif entry.ecosystem == "java":
-        result = run_java_reference(
+    elif entry.ecosystem in ("java", "rust"):
+        run = run_java_reference if entry.ecosystem == "java" else run_rust_reference
+        result = run(
             entry, work, user=as_user(args.user), timeout_s=args.timeout, checkout=checkout,
             owner=args.user,
         )  # fmt: skip
@@ -493,11 +500,11 @@ def main() -> int:
                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     node = node_version() if any(e.ecosystem == "node" for e in entries) else ""
     java = java_version() if any(e.ecosystem == "java" for e in entries) else ""
+    rust = rust_version() if any(e.ecosystem == "rust" for e in entries) else ""
     for entry in entries if not args.report else []:
         cached = read_json(work / entry.name / "reference.json")
-        version = {"node": node, "java": java, "python": python}.get(entry.ecosystem) or go_for(
-            entry.source, entry.commit
-        )
+        versions = {"node": node, "java": java, "python": python, "rust": rust}
+        version = versions.get(entry.ecosystem) or go_for(entry.source, entry.commit)
         key = entry.key(version, args.user)
         if not args.sandbox_only and (args.redo_reference or (cached or {}).get("key") != key):
             reference_side(entry, work, args=args, python=version)

@@ -49,9 +49,10 @@ class Side:
             return cls(problem=data.get("problem") or "no JUnit report")
         # A Node test script chains checks (a lint, tsc) that count by exit code alone; a Go
         # package may fail with no test failing (vet, a build error outside the tests); a Maven
-        # build may fail after its tests passed (a plugin bound before `test`).
-        toolchain = data.get("node") or data.get("go") or data.get("java")
-        passed = data.get("exit_code") == 0 if toolchain else None
+        # build may fail after its tests passed (a plugin bound before `test`); so may a Rust
+        # crate (a build script, a `harness = false` target).
+        native = data.get("node") or data.get("go") or data.get("java") or data.get("rust")
+        passed = data.get("exit_code") == 0 if native else None
         return cls(counts=counts, failing=tuple(data.get("failing") or ()), passed=passed)
 
     @classmethod

@@ -7,11 +7,15 @@ real containers, crates.io through the set-up fence, and the scripted model serv
 - the same workspace again (set-up warm, from its image): a patch that `#[ignore]`s the
   failing test is rolled back, and code under test that prints libtest's own lines is no pass;
 - a toolchain no source has (`nightly`, a release newer than any): one line, exit 6, no
-  model call.
+  model call;
+- an error's captured backtrace stays off in a test run, as in CI (anyhow's `test_debug`).
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +28,7 @@ from tests.rust_projects import (
     WORKSPACE_PASSING,
     ensure_rust_image,
 )
-from tests.test_fix_cli import report, run_fix, tree_state
+from tests.test_fix_cli import fix_env, report, run_fix, tree_state
 from worker.llm.scripted_server import ScriptedServer, text, tool_call
 
 pytestmark = pytest.mark.docker
@@ -83,10 +87,13 @@ def test_a_workspace_is_set_up_fixed_and_verified_by_package_prefixed_ids(
     assert tree_state(repo) == before
     first = server.requests[0]["messages"][1]["content"]
     assert "text/src/lib.rs: twice, lines 1-9" in first, first  # tree-sitter's grounding
-    # Set-up's compiled dependencies were the test run's: only the workspace's own crates
-    # compiled again (their files are this run's copy).
+    # Set-up's compiled dependencies were the test run's. The workspace's own crates compile
+    # again when the set-up image is older than this tree's files (cached); a set-up just run
+    # built them from these very files, later than they were written, and cargo's mtimes
+    # find them fresh.
     log = Path(r["tests_before"]["log"]).read_text()
-    assert "Compiling cfg-if" not in log and "Compiling text" in log, log[-2000:]
+    assert "Compiling cfg-if" not in log, log[-2000:]
+    assert ("Compiling text" in log) == r["setup"]["cached"], log[-2000:]
     for passing in WORKSPACE_PASSING:
         assert passing not in r["tests_before"]["failing"]
 
@@ -130,3 +137,23 @@ def test_a_toolchain_no_source_has_stops_in_one_line(make_repo, tmp_path, toolch
     assert proc.returncode == 6, proc.stderr
     assert said in proc.stderr and "available: 1.63" in proc.stderr, proc.stderr
     assert report(tmp_path / "out")["status"] == "project_environment"
+
+
+BACKTRACE_TEST = """\
+#[test]
+fn an_errors_backtrace_is_not_captured() {
+    let status = std::backtrace::Backtrace::capture().status();
+    assert_eq!(status, std::backtrace::BacktraceStatus::Disabled);
+}
+"""
+
+
+def test_an_errors_backtrace_is_not_captured_in_a_test_run(make_repo, rust_image):
+    repo = make_repo({**CRATE, "tests/backtrace.rs": BACKTRACE_TEST})
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo", str(repo),
+         "--json", "--test-cmd", "cargo test --no-fail-fast --test backtrace"],
+        capture_output=True, text=True, timeout=600, env=fix_env(),
+    )  # fmt: skip
+    said = json.loads(proc.stdout)
+    assert said["passed"] and said["counts"]["passed"] == 1, proc.stderr

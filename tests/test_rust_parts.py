@@ -46,11 +46,35 @@ def _write(tmp_path, files: dict[str, str]):
          "1.85", ".github/workflows/ci.yml asks for 1.80: that release line"),
         ({".github/workflows/ci.yml": "steps:\n  - run: rustup toolchain install 1.63 --profile"
           " minimal\n"}, "1.63", ".github/workflows/ci.yml asks for 1.63: that release line"),
+        # A nightly job beside the tests (anyhow's miri) is no pin; the next step's stable is.
+        ({".github/workflows/ci.yml": "jobs:\n  test:\n    steps:\n      - uses: dtolnay/rust-"
+          "toolchain@master\n        with:\n          toolchain: ${{matrix.rust}}\n  miri:\n"
+          "    steps:\n      - uses: dtolnay/rust-toolchain@nightly\n  doc:\n    steps:\n"
+          "      - uses: dtolnay/rust-toolchain@stable\n"}, "1.96",
+         "stable in .github/workflows/ci.yml: the newest"),
+        ({".github/workflows/ci.yml": "steps:\n  - uses: dtolnay/rust-toolchain@nightly\n",
+          "Cargo.toml": '[package]\nname = "a"\nrust-version = "1.63.0"\n'}, "1.63",
+         "Cargo.toml's rust-version needs at least 1.63.0: the lowest that satisfies it"),
     ],
 )  # fmt: skip
 def test_the_rust_a_project_asks_for(tmp_path, files, version, why):
     choice = pick_rust(asked(_write(tmp_path, files)))
     assert (choice.line, choice.why) == (version, why)
+
+
+def test_a_project_that_fetches_crates_gets_a_cargo_that_reaches_crates_io(tmp_path):
+    from sandbox.ecosystems.rust.choice import choose_rust
+
+    # either 1.17.0: rust-version 1.63.0 and crates from crates.io, whose git index 1.63's
+    # cargo would clone from github.com (refused by the fence): 1.85 instead.
+    manifest = '[package]\nname = "a"\nrust-version = "1.63.0"\n[dev-dependencies]\nx = "1"\n'
+    choice = choose_rust(_write(tmp_path / "deps", {"Cargo.toml": manifest}))
+    assert choice.line == "1.85"
+    assert choice.passed_over == (
+        "Rust 1.63 (its cargo has no sparse index: crates.io is out of its reach here)",
+    )
+    local = '[package]\nname = "a"\nrust-version = "1.63.0"\n[dependencies]\nb = { path = "b" }\n'
+    assert choose_rust(_write(tmp_path / "local", {"Cargo.toml": local})).line == "1.63"
 
 
 def test_a_pin_no_source_has_is_passed_over_for_the_next():
@@ -215,6 +239,8 @@ def test_set_up_fetches_locked_through_the_registry_only(tmp_path):
     plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=tmp_path / "home")
     assert plan.command == "cargo fetch --locked && { cargo test --no-run || true; }"
     assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
+    # Without a lockfile, cargo resolves versions the project's rust-version builds.
+    assert plan.installer.env["CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS"] == "fallback"
     assert "Cargo.lock" in plan.installer.inputs and "**/Cargo.toml" in plan.installer.inputs
     assert any("gitdep is a git dependency" in n for n in plan.notes)
     assert any("mine comes from the registry 'corp'" in n for n in plan.notes)

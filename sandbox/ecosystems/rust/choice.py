@@ -4,13 +4,16 @@ What a project asks, first found wins (rustup's own order of precedence, then th
 least-version hints): `rust-toolchain.toml`'s `[toolchain] channel` or a bare
 `rust-toolchain` file (a pin); else the CI workflow's toolchain step (`dtolnay/rust-toolchain@1.80`
 or its `toolchain:` input, `actions-rs/toolchain`'s `toolchain:`, a `rustup toolchain install`,
-`rustup default` or `rustup override set` line: a pin too); else `.tool-versions`' `rust` line;
+`rustup default` or `rustup override set` line: a pin too; a release or `stable`, never a
+channel such as `nightly`: `_ci`); else `.tool-versions`' `rust` line;
 else the greatest `rust-version` of the root Cargo.toml, its `[workspace.package]` and its
 members' (a minimum). A pin `stable` (or none at all) is the newest there is; `1.80` or
 `1.80.1`, that release or, where no source has it, the lowest newer one (a release newer than
 asked builds what the older one did: Rust's stability promise), the pin named as passed over;
 a minimum, the lowest release that satisfies it: the one whose behaviour CI's oldest job
-checks. A channel no source has (`nightly`, `beta`, a dated one) or a release newer than any:
+checks. A project that depends on crates gets no release whose cargo cannot reach crates.io
+here (1.63: no sparse index), the next one instead, the first named as passed over. A
+channel no source has (`nightly`, `beta`, a dated one) or a release newer than any:
 `WrongRust`, exit 6, naming what was asked and what exists.
 
 The sources are Debian's packages (SOURCES): no rustup server is reachable from here, and
@@ -139,12 +142,37 @@ class RustChoice:
         }
 
 
+#: Cargo reads crates.io's sparse index from 1.68 on; an older one clones the git index from
+#: github.com, which the set-up fence never lets through (either 1.17.0's set-up, refused).
+SPARSE_SINCE: Version = (1, 68, 0)
+DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
+
+
 def choose_rust(repo: Path) -> RustChoice:
     """The Rust for a run on `repo` (the module docstring)."""
-    return pick_rust(asked(repo))
+    return pick_rust(asked(repo), fetches=depends_on_crates(RepoFiles(repo)))
 
 
-def pick_rust(ask: Ask | None) -> RustChoice:
+def depends_on_crates(files: RepoFiles) -> bool:
+    """Whether a manifest names a crate that is not a path of the repository's own."""
+    for _, manifest in manifests(files):
+        tables: list[Any] = [manifest.get(t) for t in DEPENDENCY_TABLES]
+        tables.append((manifest.get("workspace") or {}).get("dependencies"))
+        for target in (manifest.get("target") or {}).values():
+            if isinstance(target, dict):
+                tables += [target.get(t) for t in DEPENDENCY_TABLES]
+        for table in tables:
+            if isinstance(table, dict) and any(
+                not (isinstance(spec, dict) and "path" in spec and "git" not in spec)
+                for spec in table.values()
+            ):
+                return True
+    return False
+
+
+def pick_rust(ask: Ask | None, *, fetches: bool = False) -> RustChoice:
+    """The source for `ask`; a project that `fetches` crates gets none whose cargo cannot
+    reach crates.io here (SPARSE_SINCE), the lowest passed over named."""
     newest = SOURCES[-1]
     if ask is None:
         return RustChoice(source=newest, why="no Rust version asked for: the newest")
@@ -161,6 +189,8 @@ def pick_rust(ask: Ask | None) -> RustChoice:
     # A pin's patch release is the line's (1.96.1 runs on 1.96.0: bug fixes alone); a
     # minimum is cargo's to check, and cargo compares the whole version.
     fits = [s for s in SOURCES if (s.version[:2] >= wanted[:2] if ask.pin else s.version >= wanted)]
+    unreachable = [s for s in fits if fetches and s.version < SPARSE_SINCE]
+    fits = [s for s in fits if s not in unreachable]
     if not fits:
         raise WrongRust(
             f"{ask.where} asks for Rust {text} or newer; the newest here is "
@@ -169,7 +199,10 @@ def pick_rust(ask: Ask | None) -> RustChoice:
     kind = "asks for" if ask.pin else "needs at least"
     chosen = fits[0]
     passed: tuple[str, ...] = ()
-    if ask.pin and chosen.version[:2] != wanted[:2]:
+    if unreachable:
+        passed = (f"Rust {dotted(unreachable[0].version, line=True)} (its cargo has no sparse "
+                  "index: crates.io is out of its reach here)",)  # fmt: skip
+    elif ask.pin and chosen.version[:2] != wanted[:2]:
         passed = (f"Rust {text} (no source here has it)",)
     how = "the lowest that satisfies it" if not ask.pin else "that release line"
     return RustChoice(source=chosen, why=f"{ask.where} {kind} {text}: {how}", passed_over=passed)
@@ -210,20 +243,20 @@ _RUSTUP = re.compile(
     r"rustup\s+(?:toolchain\s+install|install|default|override\s+set)\s+"
     r"(?:--\S+\s+)*['\"]?([\w.\-]+)"
 )
-_MATRIX = re.compile(r"\$\{\{")
 
 
 def _ci(files: RepoFiles) -> Ask | None:
-    """The first toolchain a workflow's steps name, in file order (a matrix's `${{ }}` named
-    none)."""
+    """The first release or `stable` a workflow's steps name, in file order (a matrix's
+    `${{ }}` names none). A channel there (`nightly`, `beta`, `miri`) is a job beside the tests
+    (miri, docs, minimal versions: anyhow's, thiserror's, either's CI), not what they need; a
+    project that needs nightly pins it in rust-toolchain.toml."""
     for name in _workflows(files):
         text = files.read(name) or ""
         for pattern in (_DTOLNAY, _TOOLCHAIN_INPUT, _RUSTUP):
             for match in pattern.finditer(text):
                 value = match.group(1)
-                if value in ("master", "main", "v1") or _MATRIX.search(value):
-                    continue
-                return Ask(value, name, pin=True)
+                if value == "stable" or parse_version(value) is not None:
+                    return Ask(value, name, pin=True)
     return None
 
 

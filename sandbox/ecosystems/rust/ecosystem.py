@@ -148,7 +148,10 @@ class Rust:
         )
         return Instrumented(
             command=command,
-            env={"CARGO_NET_OFFLINE": "true", "RUST_BACKTRACE": "1"},
+            # A panic's backtrace names the places (places.py); RUST_LIB_BACKTRACE=0 keeps
+            # std's Backtrace::capture() as CI has it: off (anyhow's test_debug compares an
+            # error's Debug text, which holds the backtrace when capture is on).
+            env={"CARGO_NET_OFFLINE": "true", "RUST_BACKTRACE": "1", "RUST_LIB_BACKTRACE": "0"},
             report_path=report,
             read_report=lambda data: parse_cargo_report(data, root=root),
             report_kind="libtest logs",

@@ -10,14 +10,14 @@ is, with --setup-network full).
 `cargo fetch` (`--locked` where Cargo.lock is committed: the versions CI tested, never a new
 resolve) puts the index and the crates in CARGO_HOME, on the image's disk (image.py), and so
 in the committed set-up image; a repository with no lockfile gets the Cargo.lock cargo
-resolves written into the tree, kept with the image, so that every test run builds the same
-versions. Then `cargo test --no-run` with the test command's own selection (its features and
-packages) compiles every dependency of every test target into SETUP_TARGET, on the image's
-disk, which each test run copies to its own writable CARGO_TARGET_DIR (image.py:
-seed_command): the agent's first `cargo test` compiles the project's own crates, not its
-dependencies. A project that does not compile yet still sets up (the build's failure is the
-tests' to report: `|| true` after a fetch that succeeded). A project with no dependency needs
-no set-up.
+resolves (the newest versions its rust-version builds), written into the tree, kept with the
+image, so that every test run builds the same versions. Then `cargo test --no-run` with the
+test command's own selection (its features and packages) compiles every dependency of every
+test target into SETUP_TARGET, on the image's disk, which each test run copies to its own
+writable CARGO_TARGET_DIR (image.py: seed_command): the agent's first `cargo test` compiles
+the project's own crates, not its dependencies. A project that does not compile yet still
+sets up (the build's failure is the tests' to report: `|| true` after a fetch that
+succeeded). A project with no dependency needs no set-up.
 
 The registries the *user* names are let through too: each `CARGO_REGISTRIES_<NAME>_INDEX` set
 in the environment (passed, its host allowed), and each `[registries.<name>] index` of the
@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import tomllib
 
-from sandbox.ecosystems.rust.choice import manifests
+from sandbox.ecosystems.rust.choice import DEPENDENCY_TABLES, manifests
 from sandbox.ecosystems.rust.command import CargoTest
 from sandbox.ecosystems.rust.image import SETUP_TARGET
 from sandbox.setup.installer import Installer
@@ -49,12 +49,18 @@ from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
 
 PUBLIC_HOSTS = ("index.crates.io", "static.crates.io")
-DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 RUST_INSTALLER = Installer(
     name="cargo",
     hosts=PUBLIC_HOSTS,
     url_variables=(),
-    env={"CARGO_TARGET_DIR": SETUP_TARGET, "CARGO_NET_RETRY": "3"},
+    # A resolve (no committed Cargo.lock) picks versions the project's rust-version builds, as
+    # resolver v3 does by default (cargo 1.84+; older cargo ignores the variable): the newest
+    # trybuild needs Rust 1.88, and thiserror 2.0.19 gets 1.85 (bench/corpus-rust.toml).
+    env={
+        "CARGO_TARGET_DIR": SETUP_TARGET,
+        "CARGO_NET_RETRY": "3",
+        "CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS": "fallback",
+    },
     # What decides a cargo set-up: every manifest, the lockfile, the toolchain file and cargo's
     # configuration (a registry, a source replacement, build flags). Not build.rs: it changes
     # what compiles, not what is downloaded, and the test run compiles it anew.
