@@ -8,7 +8,8 @@ real containers, crates.io through the set-up fence, and the scripted model serv
   failing test is rolled back, and code under test that prints libtest's own lines is no pass;
 - a toolchain no source has (`nightly`, a release newer than any): one line, exit 6, no
   model call;
-- an error's captured backtrace stays off in a test run, as in CI (anyhow's `test_debug`).
+- an error's captured backtrace stays off in a test run, as in CI (anyhow's `test_debug`);
+- a test build with no room on /tmp: one line naming the limit, exit 6, no model call.
 """
 
 from __future__ import annotations
@@ -157,3 +158,18 @@ def test_an_errors_backtrace_is_not_captured_in_a_test_run(make_repo, rust_image
     )  # fmt: skip
     said = json.loads(proc.stdout)
     assert said["passed"] and said["counts"]["passed"] == 1, proc.stderr
+
+
+def test_a_test_build_with_no_room_stops_in_one_line_naming_the_limit(
+    make_repo, tmp_path, rust_image
+):
+    """The target folder lives on the /tmp tmpfs (rust/image.py); a crate whose build needs more
+    than it holds ends before any model call, saying which limit to raise (anyhow's and
+    thiserror's dependencies need about 500 MB against 256)."""
+    repo = make_repo({**CRATE, "worker.toml": "[limits]\ntmp_mb = 2\n"})
+    with ScriptedServer(script=[]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url, timeout=600)
+    assert server.requests == []
+    assert proc.returncode == 6, proc.stderr
+    assert "ran out of room" in proc.stderr and "tmp_mb" in proc.stderr, proc.stderr
+    assert report(tmp_path / "out")["status"] == "project_environment"

@@ -41,6 +41,8 @@ _CI_FLAGS = re.compile(
     r"(?:--features|-F)(?:=|\s+)(?:\"[^\"]*\"|'[^']*'|[\w,:/-]+))"
 )
 #: What cargo or rustc says of a crate the project's environment cannot have.
+#: What the OS says when a write finds the disk full, as rustc, the linker and cargo print it.
+_NO_ROOM = re.compile(r"No space left on device|os error 28")
 _MISSING = (
     (re.compile(r"no matching package named `([^`]+)` found"),
      "the crate registry has no crate named {}"),
@@ -213,8 +215,15 @@ class Rust:
 
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         """A crate the project's environment cannot have, as cargo or rustc says it: one the
-        registry lacks, one not fetched, one no Cargo.toml declares."""
+        registry lacks, one not fetched, one no Cargo.toml declares; or a test build that ran
+        out of room on /tmp (a crate with large dependencies: anyhow's are 508 MB)."""
         texts = [run.result.output, *(text for _, text in run.failure_texts())]
+        if _NO_ROOM.search("\n".join(texts)):
+            return (
+                "the test build ran out of room: cargo's target folder is on /tmp, a tmpfs of "
+                "[limits] tmp_mb (256 MB unless raised), and the compiled dependencies and test "
+                "binaries need more; raise tmp_mb (and memory_mb, which holds it) in worker.toml"
+            )
         found: dict[str, str] = {}
         for pattern, said in _MISSING:
             for match in pattern.finditer("\n".join(texts)):
