@@ -90,3 +90,27 @@ def test_the_sandbox_runs_tox_s_doctests_with_its_set_env(make_repo):
     run = json.loads(proc.stdout)
     assert run["counts"] == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}, run
     assert "SLOW_TESTS=1 python -m pytest --doctest-modules arith tests" in run["command"]
+
+
+def test_paths_through_tox_substitutions_are_the_trees(tmp_path):
+    """`{tox_root}/tests` is the tree's tests/; the installed package's folder in site-packages
+    is the tree's own (set-up installs it in place), so its doctests run as tox runs them."""
+    tox = (
+        "[testenv]\nchangedir = .tox\n"
+        "commands = pytest --doctest-modules {env_site_packages_dir}/shelf {tox_root}/tests "
+        "{posargs}\n"
+    )
+    assert command(tmp_path, tox, "shelf", "tests") == (
+        "python -m pytest --doctest-modules shelf tests"
+    )
+    src = tmp_path / "src-layout"
+    src.mkdir()
+    assert command(src, tox.replace("shelf", "crate"), "src/crate", "tests") == (
+        "python -m pytest --doctest-modules src/crate tests"
+    )
+
+
+def test_options_alone_are_not_taken_when_none_of_the_paths_is_the_trees(tmp_path):
+    # Collecting the whole tree with --doctest-modules imports docs/conf.py and scripts.
+    tox = "[testenv]\ncommands = pytest --doctest-modules {envtmpdir}/pkg {posargs}\n"
+    assert command(tmp_path, tox) is None

@@ -7,7 +7,9 @@ without it). Read, never run: the `[testenv]` section's first `commands` line th
 tests run and how they are collected (KEPT options, and paths the tree has), and the plain
 `NAME = value` lines of `set_env` (or `setenv`) as variables before the command. Anything else
 (coverage options, `{posargs}`, another substitution) is dropped: its plugin may not be installed,
-and the harness adds its own reporting flags.
+and the harness adds its own reporting flags. Paths through the tree's substitutions are the
+tree's (`{tox_root}/tests`, and `{env_site_packages_dir}/pkg`: the package set-up installed in
+place); a command whose paths are none of the tree's gives nothing, not its options alone.
 
 >>> tox_pytest_words(["--cov=b", "-v", "--doctest-modules", "b", "--ignore", "b/x"], {"b"})
 ['--doctest-modules', 'b', '--ignore', 'b/x']
@@ -27,6 +29,9 @@ KEPT = {"--doctest-modules": False, "--doctest-glob": True, "--ignore": True}
 KEPT |= {"--ignore-glob": True, "--import-mode": True, "--doctest-continue-on-failure": False}
 _RUNNER = re.compile(r"(?:\{envpython\}|python3?)\s+-m\s+pytest|(?:\{envbindir\}/)?py\.?test")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: tox's names for the tree's root, and for the environment's site-packages.
+_ROOT = re.compile(r"^\{(?:tox_root|toxinidir)\}/")
+_SITE = re.compile(r"^\{(?:env_site_packages_dir|envsitepackagesdir)\}/")
 
 
 def tox_test_command(files: RepoFiles) -> str | None:
@@ -40,10 +45,13 @@ def tox_test_command(files: RepoFiles) -> str | None:
         if found is None:
             continue
         try:
-            rest = shlex.split(line[found.end() :])
+            rest = [_in_tree(word, files) for word in shlex.split(line[found.end() :])]
         except ValueError:
             continue
         words = tox_pytest_words(rest, _existing(files, rest))
+        named = [w for w in rest if not w.startswith("-") and w and w != "{posargs}"]
+        if named and not any(w.rstrip("/") in _existing(files, rest) for w in words):
+            words = []  # its paths are not the tree's: its options alone would collect it all
         break
     env = _set_env(
         cfg.get("testenv", "set_env", fallback=cfg.get("testenv", "setenv", fallback=""))
@@ -75,6 +83,21 @@ def tox_pytest_words(words: list[str], paths: Collection[str]) -> list[str]:
         if "{" not in word and word.rstrip("/") in paths:
             kept.append(word)
     return kept
+
+
+def _in_tree(word: str, files: RepoFiles) -> str:
+    """A word with tox's substitutions for the tree resolved: `{tox_root}/tests` is `tests`; an
+    installed package's folder (`{env_site_packages_dir}/pkg`) is the tree's `pkg` or `src/pkg`,
+    which set-up installs in place. Any other word as it is.
+
+    >>> _in_tree("{toxinidir}/tests", None), _in_tree("-v", None)  # type: ignore[arg-type]
+    ('tests', '-v')
+    """
+    word = _ROOT.sub("", word)
+    if (site := _SITE.match(word)) is not None:
+        name = word[site.end() :].rstrip("/")
+        return next((p for p in (name, f"src/{name}") if name and files.listed(p)), word)
+    return word
 
 
 def _lines(text: str) -> list[str]:
