@@ -114,3 +114,37 @@ def test_options_alone_are_not_taken_when_none_of_the_paths_is_the_trees(tmp_pat
     # Collecting the whole tree with --doctest-modules imports docs/conf.py and scripts.
     tox = "[testenv]\ncommands = pytest --doctest-modules {envtmpdir}/pkg {posargs}\n"
     assert command(tmp_path, tox) is None
+
+
+def workflow(tmp_path: Path, run: str) -> None:
+    wf = tmp_path / ".github" / "workflows"
+    wf.mkdir(parents=True, exist_ok=True)
+    (wf / "test.yml").write_text(
+        "on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n      - run: pip install -e . pytest\n"
+        f"      - run: {run}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("run", "said"),
+    [
+        ("pytest --doctest-modules shelf/", "python -m pytest --doctest-modules shelf/"),
+        ("coverage run -m pytest --doctest-modules shelf tests --cov-report=xml 2>&1",
+         "python -m pytest --doctest-modules shelf tests"),
+        ("python -m pytest -q", None),  # says nothing more than the default
+        ("pytest --doctest-modules ${{ matrix.where }}", None),  # a matrix value
+        ("pytest --doctest-modules elsewhere/", None),  # no such path: not its options alone
+    ],
+)  # fmt: skip
+def test_cis_pytest_line_gives_the_command_where_tox_says_nothing(tmp_path, run, said):
+    (tmp_path / "shelf").mkdir()
+    (tmp_path / "shelf" / "__init__.py").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'shelf'\n")
+    workflow(tmp_path, run)
+    assert PYTHON.test_command(tmp_path) == (said or "python -m pytest")
+    # tox.ini's command, when it says more, is what tox runs: it comes first.
+    (tmp_path / "tox.ini").write_text("[testenv]\ncommands = pytest tests {posargs}\n")
+    assert PYTHON.test_command(tmp_path) == "python -m pytest tests"

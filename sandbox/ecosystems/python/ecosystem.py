@@ -26,7 +26,7 @@ from sandbox.ecosystems.python.pytest_command import (
     narrowed,
 )
 from sandbox.ecosystems.python.setup_infer import infer_setup
-from sandbox.ecosystems.python.tox_command import tox_test_command
+from sandbox.ecosystems.python.tox_command import ci_test_command, tox_test_command
 from sandbox.setup.plan import SetupPlan
 from sandbox.source.grounding import Grounding
 from sandbox.source.places import LineCounts
@@ -64,9 +64,11 @@ class Python:
             return False
 
     def test_command(self, repo: Path) -> str | None:
-        """pytest, as tox.ini's [testenv] runs it when it says more (tox_command.py)."""
+        """pytest, as tox.ini's [testenv] runs it when it says more, else as CI's test step
+        does (tox_command.py)."""
         if self.recognises(repo) or self.recognises_loosely(repo):
-            return tox_test_command(RepoFiles(repo)) or DEFAULT_TEST_CMD
+            files = RepoFiles(repo)
+            return tox_test_command(files) or ci_test_command(files) or DEFAULT_TEST_CMD
         return None
 
     def instrument(

@@ -1,4 +1,5 @@
-"""The pytest command a project's tox.ini runs, when it says more than `python -m pytest`.
+"""The pytest command a project's tox.ini runs, or else its CI workflow's test step, when it
+says more than `python -m pytest`.
 
 A project whose tests are run by tox says there how: `commands = pytest --doctest-modules
 boltons tests` (doctests beside the tests), `set_env = THREADING_TESTS = 1` (tests that skip
@@ -23,12 +24,20 @@ from collections.abc import Collection
 
 from sandbox.ecosystems.python.pytest_command import DEFAULT_TEST_CMD
 from sandbox.worktree.repo_files import RepoFiles
+from sandbox.worktree.workflows import run_lines, workflow_texts
 
 #: pytest options that change which tests are collected (with their value when it is separate).
 KEPT = {"--doctest-modules": False, "--doctest-glob": True, "--ignore": True}
 KEPT |= {"--ignore-glob": True, "--import-mode": True, "--doctest-continue-on-failure": False}
 _RUNNER = re.compile(r"(?:\{envpython\}|python3?)\s+-m\s+pytest|(?:\{envbindir\}/)?py\.?test")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: A CI step's pytest, after the start of a command (`coverage run -m pytest` too); its words
+#: end at the next command.
+_CI_RUNNER = re.compile(
+    r"(?:^|[;&|]\s*)(?:(?:python3?(?:\.\d+)?\s+-m\s+|coverage\s+run\s+(?:[^;&|]*?\s)?-m\s+)"
+    r"pytest|py\.?test)\b([^;&|]*)"
+)
+_CI_END = re.compile(r"\s[<>]|\s2?>")
 #: tox's names for the tree's root, and for the environment's site-packages.
 _ROOT = re.compile(r"^\{(?:tox_root|toxinidir)\}/")
 _SITE = re.compile(r"^\{(?:env_site_packages_dir|envsitepackagesdir)\}/")
@@ -60,6 +69,30 @@ def tox_test_command(files: RepoFiles) -> str | None:
         return None
     prefix = [f"{name}={shlex.quote(value)}" for name, value in env]
     return " ".join([*prefix, DEFAULT_TEST_CMD, *map(shlex.quote, words)])
+
+
+def ci_test_command(files: RepoFiles) -> str | None:
+    """The pytest command a CI workflow's test step runs, when it says more than the default
+    (toolz's `pytest --doctest-modules toolz/`), kept as tox's is. The first such line of the
+    first workflow that has one; a line with a `$` (a matrix value, a variable) is passed
+    over."""
+    for _rel, text in workflow_texts(files):
+        for _n, line in run_lines(text):
+            found = _CI_RUNNER.search(line)
+            if found is None or "$" in line:
+                continue
+            try:
+                rest = [_in_tree(w, files) for w in shlex.split(_CI_END.split(found[1])[0])]
+            except ValueError:
+                continue
+            words = tox_pytest_words(rest, _existing(files, rest))
+            named = [w for w in rest if not w.startswith("-")]
+            if named and not any(w.rstrip("/") in _existing(files, rest) for w in words):
+                continue
+            if words:
+                return " ".join([DEFAULT_TEST_CMD, *map(shlex.quote, words)])
+            return None  # CI runs pytest as the default does
+    return None
 
 
 def tox_pytest_words(words: list[str], paths: Collection[str]) -> list[str]:
