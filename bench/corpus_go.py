@@ -29,7 +29,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from node_host import SYSTEM_PATH, run_shell
+from node_host import SYSTEM_PATH, run_installs, run_shell
 
 from sandbox.ecosystems.go.choice import pick_go
 from sandbox.ecosystems.go.gomod import parse_go_mod
@@ -206,10 +206,11 @@ def run_go_reference(
         subprocess.run(["chown", "-R", f"{owner}:", str(where)], check=True)
     with log_path.open("w", encoding="utf-8") as log:
         started = time.monotonic()
-        for step in entry.install:
-            code = run_shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user)
-            if code:
-                return result | {"problem": f"install failed: `{step}` (exit {code})"}
+        failed = run_installs(
+            entry.install, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user
+        )
+        if failed:
+            return result | {"problem": f"install failed: `{failed[0]}` (exit {failed[1]})"}
         result["install_s"] = round(time.monotonic() - started, 1)
         started = time.monotonic()
         command = f"{json_command(entry.test)} > {shlex.quote(str(report))}"

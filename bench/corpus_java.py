@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from node_host import SYSTEM_PATH, run_shell
+from node_host import SYSTEM_PATH, run_installs, run_shell
 
 from sandbox.ecosystems.java.reports import read_xml_reports
 
@@ -79,10 +79,11 @@ def run_java_reference(
             subprocess.run(["chown", "-R", f"{owner}:", str(folder)], check=True)
     with log_path.open("w", encoding="utf-8") as log:
         started = time.monotonic()
-        for step in entry.install:
-            code = run_shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user)
-            if code:
-                return result | {"problem": f"install failed: `{step}` (exit {code})"}
+        failed = run_installs(
+            entry.install, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user
+        )
+        if failed:
+            return result | {"problem": f"install failed: `{failed[0]}` (exit {failed[1]})"}
         result["install_s"] = round(time.monotonic() - started, 1)
         started = time.monotonic()
         code = run_shell(entry.test, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user)

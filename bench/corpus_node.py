@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from node_host import node_env, run_shell, run_tests
+from node_host import node_env, run_installs, run_tests
 
 
 def node_version() -> str:
@@ -39,13 +39,15 @@ def run_node_reference(
         subprocess.run(["chown", "-R", f"{owner}:", str(where)], check=True)
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
-        for step in entry.install:
-            code = run_shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user)
-            if code:
-                log.flush()
-                last = log_path.read_text(encoding="utf-8", errors="replace").strip()
-                tail = (last.splitlines() or [""])[-1]
-                return result | {"problem": f"install failed: `{step}` (exit {code}): {tail}"}
+        failed = run_installs(
+            entry.install, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user
+        )
+        if failed:
+            log.flush()
+            last = log_path.read_text(encoding="utf-8", errors="replace").strip()
+            tail = (last.splitlines() or [""])[-1]
+            step, code = failed
+            return result | {"problem": f"install failed: `{step}` (exit {code}): {tail}"}
         result["install_s"] = round(time.monotonic() - started, 1)
         run = run_tests(
             clone, runner=entry.runner, report_cmd=entry.report, env=env, log=log,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from node_host import SYSTEM_PATH, run_shell
+from node_host import SYSTEM_PATH, run_installs, run_shell
 
 # The host's cargo and rustup settings would make a run no CI has.
 DROPPED_ENV = ("CARGO", "RUST")  # RUST_BACKTRACE too: CI sets none
@@ -216,10 +216,11 @@ def run_rust_reference(
         subprocess.run(["chown", "-R", f"{owner}:", str(where)], check=True)
     with log_path.open("w", encoding="utf-8") as log:
         started = time.monotonic()
-        for step in entry.install:
-            code = run_shell(step, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user)
-            if code:
-                return result | {"problem": f"install failed: `{step}` (exit {code})"}
+        failed = run_installs(
+            entry.install, cwd=clone, env=env, log=log, timeout_s=timeout_s, user=user
+        )
+        if failed:
+            return result | {"problem": f"install failed: `{failed[0]}` (exit {failed[1]})"}
         result["install_s"] = round(time.monotonic() - started, 1)
     offline = env | {"CARGO_NET_OFFLINE": "true"}
     with output.open("w", encoding="utf-8") as log:

@@ -182,6 +182,19 @@ def run_shell(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def run_installs(
+    steps: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: Any, timeout_s: float,
+    user: Sequence[str] = (),
+) -> tuple[str, int] | None:  # fmt: skip
+    """Each install step with run_shell, in order, up to the first that fails: that step and its
+    exit code; None when every step passed."""
+    for step in steps:
+        code = run_shell(step, cwd=cwd, env=env, log=log, timeout_s=timeout_s, user=user)
+        if code:
+            return step, code
+    return None
+
+
 def instrument(
     report_cmd: str, runner: str, report: Path, *, tree: Path
 ) -> tuple[str, list[Path], str]:
