@@ -353,6 +353,58 @@ def test_what_only_the_ci_s_test_job_installs_is_installed_and_said_with_its_lin
     assert "not followed: CI's pip install: pip, codecov (CI's own tools)" in proc.stderr
 
 
+GITLAB_CI = """\
+default:
+  before_script:
+    - python -m pip install 'roundto==1.0'
+lint:
+  script: ruff check .
+test:
+  script:
+    - make table
+    - pip install -e .
+    - pytest -q
+"""
+MAKEFILE = "table:\n\tpython -c \"open('ceil/_table.py', 'w').write('STEP = 1')\"\n"
+
+
+def test_a_gitlab_job_s_installs_and_make_step_run_in_set_up_before_the_project(
+    make_repo,
+    docker_client,
+    make_package_index,  # noqa: F811
+    built_images,  # noqa: F811
+):
+    # Only .gitlab-ci.yml says what the tests need: its default before_script installs
+    # `roundto` and its test job runs `make table`, which writes the module the tests import.
+    dist = {
+        "version": "1.0",
+        "files": {"roundto/__init__.py": "def up(x):\n    return -(-x // 1)\n"},
+    }
+    index = make_package_index(network="bridge", dists={"roundto": dist}, wheels=real_wheels())
+    ip = index.ip("bridge")
+    env = {"PIP_INDEX_URL": f"http://{ip}:8000/simple/", "PIP_TRUSTED_HOST": ip}
+    repo = make_repo(
+        {
+            "pyproject.toml": f'# {os.urandom(8).hex()}\n[project]\nname = "ceil"\nversion = "1"\n',
+            "ceil/__init__.py": "",
+            "Makefile": MAKEFILE,
+            ".gitlab-ci.yml": GITLAB_CI,
+            "tests/test_up.py": (
+                "from roundto import up\n\nfrom ceil._table import STEP\n\n\n"
+                "def test_up():\n    assert up(1.2) == 2 * STEP\n"
+            ),
+        }
+    )
+    proc, run = run_tests_json(repo, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert run["counts"]["passed"] == 1, run
+    assert "CI's pip install (.gitlab-ci.yml:3)" in proc.stderr
+    assert "CI's build steps make table (.gitlab-ci.yml:8)" in proc.stderr
+    assert "&& make table && python -m pip install -e ." in proc.stderr
+    assert "ruff" not in proc.stderr
+    assert not (repo / "ceil" / "_table.py").exists()  # the user's tree is left as it was
+
+
 SERVICES_WORKFLOW = """\
 on: push
 jobs:

@@ -22,8 +22,8 @@ from sandbox.ecosystems.base import Ecosystem
 from sandbox.setup.cache import SetupSpec
 from sandbox.setup.installer import PLAIN, Installer
 from sandbox.setup.plan import SetupPlan
+from sandbox.worktree.ci_jobs import ci_jobs
 from sandbox.worktree.repo_files import RepoFiles
-from sandbox.worktree.workflows import workflow_services, workflow_texts
 
 Source = Literal["given", "inferred", "none", "off"]
 
@@ -119,11 +119,10 @@ def choose_setup(
 
 
 def ci_services(repo: Path) -> tuple[str, ...]:
-    """The services the repository's CI workflows start, each with its file and line."""
-    files = RepoFiles(repo)
+    """The services the repository's CI jobs start, each with its file and line."""
     found = []
-    for rel, text in workflow_texts(files):
-        found += [f"{name} ({rel}:{line})" for name, line in workflow_services(text)]
+    for job in ci_jobs(RepoFiles(repo)):
+        found += [f"{name} ({job.where(line)})" for name, line in job.services]
     return tuple(dict.fromkeys(found))[:10]
 
 

@@ -57,7 +57,7 @@ def key_values(text: str, *keys: str) -> list[str]:
     lines = text.splitlines()
     out: list[str] = []
     for n, line in enumerate(lines):
-        match = _LINE.fullmatch(_strip_comment(line))
+        match = _LINE.fullmatch(strip_comment(line))
         if match is None or match[2] not in keys:
             continue
         indent, value = len(match[1]), match[3] or ""
@@ -66,10 +66,10 @@ def key_values(text: str, *keys: str) -> list[str]:
             for more in lines[n + 1 : n + 50]:
                 if "]" in flow:
                     break
-                flow += " " + _strip_comment(more).strip()
-            out += [_unquote(v) for v in flow[1:].split("]", 1)[0].split(",") if v.strip()]
+                flow += " " + strip_comment(more).strip()
+            out += [unquote(v) for v in flow[1:].split("]", 1)[0].split(",") if v.strip()]
         elif value:
-            out.append(_unquote(value))
+            out.append(unquote(value))
         else:
             out += _block_list(lines[n + 1 :], indent)
     return out
@@ -85,7 +85,7 @@ def workflow_jobs(text: str) -> list[tuple[str, int, int]]:
     jobs: list[tuple[str, int, int]] = []
     indent = None
     for n in range(top + 1, len(lines)):
-        bare = _strip_comment(lines[n])
+        bare = strip_comment(lines[n])
         if not bare.strip():
             continue
         depth = len(bare) - len(bare.lstrip())
@@ -107,12 +107,12 @@ def workflow_services(text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for _job, first, last in workflow_jobs(text):
         for n in range(first, last):
-            found = re.fullmatch(r"(\s*)services\s*:\s*", _strip_comment(lines[n - 1]))
+            found = re.fullmatch(r"(\s*)services\s*:\s*", strip_comment(lines[n - 1]))
             if found is None:
                 continue
             indent, child = len(found[1]), None
             for m in range(n, last):
-                bare = _strip_comment(lines[m])
+                bare = strip_comment(lines[m])
                 if not bare.strip():
                     continue
                 depth = len(bare) - len(bare.lstrip())
@@ -137,7 +137,7 @@ def run_lines(text: str) -> list[tuple[int, str]]:
             continue
         value = (match[2] or "").strip()
         if value and value[0] not in "|>":
-            out.append((n + 1, _unquote(value)))
+            out.append((n + 1, unquote(value)))
             continue
         indent, held, start = len(match[1]), "", 0
         for m, more in enumerate(lines[n + 1 : n + 400], start=n + 2):
@@ -159,7 +159,7 @@ def _block_list(lines: list[str], indent: int) -> list[str]:
     """`- item` lines indented deeper than their key, up to the first line that is not one."""
     items: list[str] = []
     for line in lines:
-        bare = _strip_comment(line)
+        bare = strip_comment(line)
         if not bare.strip():
             continue
         if len(bare) - len(bare.lstrip()) < indent or not bare.strip().startswith("- "):
@@ -167,13 +167,18 @@ def _block_list(lines: list[str], indent: int) -> list[str]:
         item = bare.strip()[2:].strip()
         if ":" in item and not item.startswith(("'", '"')):
             break  # a list of mappings (`include:`), not of versions
-        items.append(_unquote(item))
+        items.append(unquote(item))
     return items
 
 
-def _strip_comment(line: str) -> str:
+def strip_comment(line: str) -> str:
     return re.sub(r"(^|\s)#.*", "", line).rstrip()
 
 
-def _unquote(value: str) -> str:
-    return value.strip().strip("'\"").strip()
+def unquote(value: str) -> str:
+    """A YAML scalar without the quotes around it: `"3.10"` is 3.10, while a shell line that
+    ends in a quoted word (`pip install 'x==1'`) keeps its quotes."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1].strip()
+    return value.lstrip("'\"") if value[:1] in "'\"" and value.count(value[0]) == 1 else value

@@ -2,10 +2,11 @@
 
 A project whose peer dependencies conflict installs in CI with `npm install --legacy-peer-deps`
 (or `--force`); its files alone do not say so, and a plain install ends in `ERESOLVE`. The CI
-workflows' `run:` lines are read (never run) for npm's own install (`npm ci`, `npm install`,
-`npm i`, through corepack or not) with no package named and no `-g`: the first such line with
-one of FLAGS gives them, and the set-up says where it took them from (file and line). Other
-flags (a cache folder, a log level) are the set-up's own to choose, and are not taken.
+jobs' lines (GitHub's `run:`, GitLab's `script:`) are read (never run) for npm's own install
+(`npm ci`, `npm install`, `npm i`, through corepack or not) with no package named and no
+`-g`: the first such line with one of FLAGS gives them, and the set-up says where it took them
+from (file and line). Other flags (a cache folder, a log level) are the set-up's own to
+choose, and are not taken.
 
 >>> ci_flags_in("npm ci --legacy-peer-deps --prefer-offline && npm test")
 ('--legacy-peer-deps',)
@@ -19,8 +20,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from sandbox.worktree.ci_jobs import ci_jobs
 from sandbox.worktree.repo_files import RepoFiles
-from sandbox.worktree.workflows import run_lines, workflow_texts
 
 #: What CI may add: each changes which tree npm accepts or what it runs, never where it goes.
 FLAGS = ("--legacy-peer-deps", "--strict-peer-deps", "--force", "--ignore-scripts")
@@ -37,10 +38,10 @@ class CiFlags:
 
 def ci_npm_flags(files: RepoFiles) -> CiFlags | None:
     """The first install line of the repository's workflows that gives one of FLAGS."""
-    for rel, text in workflow_texts(files):
-        for line_no, line in run_lines(text):
+    for job in ci_jobs(files):
+        for line_no, line in job.lines:
             if flags := ci_flags_in(line):
-                return CiFlags(flags, f"{rel}:{line_no}")
+                return CiFlags(flags, job.where(line_no))
     return None
 
 

@@ -2,8 +2,9 @@
 
 Some projects name part of what their tests import only in the workflow that runs them
 (`pip install pytest numpy pandas` before `pytest`; mypy, pinned, for tests that run it): the
-tests then skip or fail in a set-up made from the files alone. The workflows are read, never
-run: in each job that runs the tests (a `pytest`, `tox`, `nox` or `unittest` line), the
+tests then skip or fail in a set-up made from the files alone. The CI jobs (GitHub's or
+GitLab's, ci_jobs.py) are read, never run: in each job that runs the tests (a `pytest`, `tox`,
+`nox` or `unittest` line), the
 requirements its `pip install` lines name (a name with its extras and version) join the
 set-up's install, each said with its file and line. What is left out: paths and `.` (the
 project: the files' install covers it), requirement files and index options (the files' rules
@@ -20,8 +21,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from sandbox.worktree.ci_jobs import ci_jobs
 from sandbox.worktree.repo_files import RepoFiles
-from sandbox.worktree.workflows import run_lines, workflow_jobs, workflow_texts
 
 #: Installed by CI for what it does besides the tests: packaging, uploading, linting, running
 #: the tests some other way (tox and nox install the same requirements themselves).
@@ -61,19 +62,16 @@ def ci_requirements(files: RepoFiles) -> CiRequirements | None:
     found: list[str] = []
     sources: list[str] = []
     left: list[str] = []
-    for rel, text in workflow_texts(files):
-        lines = run_lines(text)
-        for _job, first, last in workflow_jobs(text):
-            here = [(n, line) for n, line in lines if first <= n <= last]
-            if not any(_TESTS.search(line) for _n, line in here):
-                continue
-            for n, line in here:
-                kept, dropped = ci_requirements_in(line)
-                new = [r for r in kept if r not in found]
-                if new:
-                    found += new
-                    sources.append(f"{rel}:{n}")
-                left += [d for d in dropped if d not in left]
+    for job in ci_jobs(files):
+        if not any(_TESTS.search(line) for _n, line in job.lines):
+            continue
+        for n, line in job.lines:
+            kept, dropped = ci_requirements_in(line)
+            new = [r for r in kept if r not in found]
+            if new:
+                found += new
+                sources.append(job.where(n))
+            left += [d for d in dropped if d not in left]
     if not found:
         return None
     return CiRequirements(tuple(found[:MAX_PACKAGES]), tuple(sources), tuple(left))

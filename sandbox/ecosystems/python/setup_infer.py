@@ -20,6 +20,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.python.ci_build import ci_build_steps
 from sandbox.ecosystems.python.ci_install import ci_requirements
 from sandbox.ecosystems.python.installer import PIP as PIP_INSTALLER
 from sandbox.ecosystems.python.setup_locks import (
@@ -295,14 +296,29 @@ def infer_setup(repo: Path) -> SetupPlan:
         fallback = f" || ( rm -rf {TOOL_VENV}; {command} )" if command else ""
         command = f"( {lock.command} ){fallback}" if fallback else lock.command
         sources.insert(0, lock.source)
-    if (ci := ci_requirements(tree)) is not None:
-        also = f"{PIP} {shlex.join(ci.requirements)}"
-        command = f"{command} && {also}" if command else also
+    build = ci_build_steps(tree)
+    ci = ci_requirements(tree)
+    if ci is not None:
         sources.append(f"CI's pip install ({', '.join(ci.sources)})")
-        if summary is not None:
-            summary += f"; then {also} as CI does"
         if ci.left_out:
             tree.notes.append(f"CI's pip install: {', '.join(ci.left_out)} (CI's own tools)")
+    ci_pip = f"{PIP} {shlex.join(ci.requirements)}" if ci is not None else None
+    if build is not None and lock is None and installable_from and not args.hashed:
+        # CI's build steps (`make cython`) come before the project's own install, as in CI.
+        head = [f"{PIP} {shlex.join(args.args)}"] if args.args else []
+        steps = [*head, *([ci_pip] if ci_pip else []), *build.steps, f"{PIP} -e ."]
+        command = " && ".join(steps)
+        sources.append(f"CI's build steps {', '.join(build.steps)} ({', '.join(build.sources)})")
+    else:
+        if build is not None:
+            tree.notes.append(
+                f"CI's build steps {', '.join(build.steps)} ({', '.join(build.sources)}): not "
+                "run (set-up installs a lock file, or the project is not installable)"
+            )
+        if ci_pip is not None:
+            command = f"{command} && {ci_pip}" if command else ci_pip
+            if summary is not None:
+                summary += f"; then {ci_pip} as CI does"
     return SetupPlan(
         command=command,
         sources=tuple(sources),

@@ -23,8 +23,8 @@ import shlex
 from collections.abc import Collection
 
 from sandbox.ecosystems.python.pytest_command import DEFAULT_TEST_CMD
+from sandbox.worktree.ci_jobs import ci_jobs
 from sandbox.worktree.repo_files import RepoFiles
-from sandbox.worktree.workflows import run_lines, workflow_texts
 
 #: pytest options that change which tests are collected (with their value when it is separate).
 KEPT = {"--doctest-modules": False, "--doctest-glob": True, "--ignore": True}
@@ -76,8 +76,8 @@ def ci_test_command(files: RepoFiles) -> str | None:
     (toolz's `pytest --doctest-modules toolz/`), kept as tox's is. The first such line of the
     first workflow that has one; a line with a `$` (a matrix value, a variable) is passed
     over."""
-    for _rel, text in workflow_texts(files):
-        for _n, line in run_lines(text):
+    for job in ci_jobs(files):
+        for _n, line in job.lines:
             found = _CI_RUNNER.search(line)
             if found is None or "$" in line:
                 continue

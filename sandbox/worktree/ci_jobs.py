@@ -1,0 +1,206 @@
+r"""The jobs of a repository's CI, whichever service runs it: each job's shell lines in the
+order CI runs them, with the file and line each comes from, and the services it starts.
+
+Two services are read, as hostile text through RepoFiles, line by line (no YAML loader, as in
+workflows.py): GitHub Actions (`.github/workflows/*.yml`: each job's `run:` lines) and GitLab
+CI (`.gitlab-ci.yml`: each job's `before_script:` then `script:`, the `default:` or top-level
+`before_script:` when the job has none, a hidden job's (`.base`) when the job `extends:` it;
+`!reference` tags and `include:`d files are not followed, and a note says so). Readers of what
+CI does (installs, build steps, the test command, services) take their lines from here, so a
+project tested on GitLab is read as one tested on GitHub.
+
+>>> job = gitlab_jobs(".gitlab-ci.yml", "test:\n  script:\n    - pytest -x\n")[0]
+>>> job.name, job.lines
+('test', ((3, 'pytest -x'),))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sandbox.worktree.repo_files import RepoFiles
+from sandbox.worktree.workflows import (
+    run_lines,
+    strip_comment,
+    unquote,
+    workflow_jobs,
+    workflow_services,
+    workflow_texts,
+)
+
+GITLAB = ".gitlab-ci.yml"
+#: Top-level keys of a .gitlab-ci.yml that are not jobs.
+GITLAB_KEYWORDS = frozenset(
+    {"stages", "variables", "default", "include", "workflow", "image", "services"}
+    | {"before_script", "after_script", "cache", "spec"}
+)
+MAX_LINES = 400  # of one job's script
+
+
+@dataclass(frozen=True)
+class CiJob:
+    """One CI job: the file it is in, its name, its shell lines (line number, text) in the
+    order they run, and the services it starts (name, line number)."""
+
+    source: str
+    name: str
+    lines: tuple[tuple[int, str], ...]
+    services: tuple[tuple[str, int], ...] = ()
+
+    def where(self, line_no: int) -> str:
+        """`file:line` of one of its lines."""
+        return f"{self.source}:{line_no}"
+
+
+def ci_jobs(files: RepoFiles) -> list[CiJob]:
+    """Every job of the repository's GitHub workflows (by file name), then of its GitLab CI."""
+    jobs: list[CiJob] = []
+    for rel, text in workflow_texts(files):
+        jobs += github_jobs(rel, text)
+    if (gitlab := files.read(GITLAB)) is not None:
+        jobs += gitlab_jobs(GITLAB, gitlab)
+        if re.search(r"(?m)^include\s*:", gitlab):
+            files.notes.append(f"{GITLAB}: its include: files are not read")
+    return jobs
+
+
+def github_jobs(rel: str, text: str) -> list[CiJob]:
+    """A workflow's jobs, each with the `run:` lines and services inside it."""
+    lines = run_lines(text)
+    services = workflow_services(text)
+    return [
+        CiJob(
+            source=rel,
+            name=name,
+            lines=tuple((n, line) for n, line in lines if first <= n <= last),
+            services=tuple((s, n) for s, n in services if first <= n <= last),
+        )
+        for name, first, last in workflow_jobs(text)
+    ]
+
+
+def gitlab_jobs(rel: str, text: str) -> list[CiJob]:
+    """A .gitlab-ci.yml's jobs (its top-level keys that are neither keywords nor hidden)."""
+    lines = text.splitlines()
+    blocks = _top_level(lines)
+    keys = {name: _children(lines, first, last) for name, first, last in blocks}
+    default = keys.get("default", {})
+    top_before = _sequence(lines, blocks_line(blocks, "before_script"))
+    jobs = []
+    for name, _first, _last in blocks:
+        if name in GITLAB_KEYWORDS or name.startswith("."):
+            continue
+        own = keys[name]
+        bases = [b for b in _extends(lines, own.get("extends")) if b in keys]
+
+        def part(key: str, own: dict[str, int] = own, bases: list[str] = bases) -> list:
+            for where in (own, *(keys[b] for b in bases)):
+                if key in where:
+                    return _sequence(lines, where[key])
+            return []
+
+        before = part("before_script")
+        if not before and "before_script" not in own:
+            before = _sequence(lines, default.get("before_script")) or top_before
+        script = part("script")
+        if not script:
+            continue  # a job with no script (a trigger, a bridge) runs nothing here
+        services = [
+            (unquote(item.split("name:", 1)[-1]), n) for n, item in part("services") if item
+        ]
+        jobs.append(CiJob(rel, name, tuple((before + script)[:MAX_LINES]), tuple(services)))
+    return jobs
+
+
+def blocks_line(blocks: list[tuple[str, int, int]], key: str) -> int | None:
+    """The line number of a top-level key, None when there is none."""
+    return next((first for name, first, _last in blocks if name == key), None)
+
+
+def _top_level(lines: list[str]) -> list[tuple[str, int, int]]:
+    """Each top-level key: its name and its first and last line numbers."""
+    out: list[tuple[str, int, int]] = []
+    for n, line in enumerate(lines, start=1):
+        bare = strip_comment(line)
+        if not bare.strip():
+            continue
+        if not bare[0].isspace():
+            key = re.match(r"""(['"]?)([^'":]+)\1\s*:(\s|$)""", bare)
+            out.append((key[2].strip() if key else "", n, n))
+        elif out:
+            out[-1] = (out[-1][0], out[-1][1], n)
+    return out
+
+
+def _children(lines: list[str], first: int, last: int) -> dict[str, int]:
+    """A block's keys one level in, each with its line number."""
+    out: dict[str, int] = {}
+    indent = None
+    for n in range(first + 1, last + 1):
+        bare = strip_comment(lines[n - 1])
+        if not bare.strip():
+            continue
+        depth = len(bare) - len(bare.lstrip())
+        indent = depth if indent is None else indent
+        key = re.fullmatch(r"\s*([\w-]+)\s*:(?:\s.*)?", bare)
+        if depth == indent and key:
+            out.setdefault(key[1], n)
+    return out
+
+
+def _extends(lines: list[str], line_no: int | None) -> list[str]:
+    """The names an `extends:` gives (one, or a list)."""
+    return [item for _n, item in _sequence(lines, line_no)]
+
+
+def _sequence(lines: list[str], line_no: int | None) -> list[tuple[int, str]]:
+    """The items of the key on line `line_no`: its inline value (a scalar or a `[a, b]` list),
+    or its block list, each `- |` item's lines one by one; a line ending in a backslash is
+    joined with the next. Each item with the number of the line it starts on."""
+    if line_no is None:
+        return []
+    head = strip_comment(lines[line_no - 1])
+    indent = len(head) - len(head.lstrip())
+    value = head.split(":", 1)[1].strip() if ":" in head else ""
+    if value.startswith("["):
+        return [(line_no, unquote(v)) for v in value[1:].split("]", 1)[0].split(",") if v.strip()]
+    if value and value[0] not in "|>":
+        return [(line_no, unquote(value))]
+    out: list[tuple[int, str]] = []
+    held, start, block, folded, block_start = "", 0, None, False, 0
+    for n in range(line_no + 1, min(len(lines), line_no + MAX_LINES) + 1):
+        raw = lines[n - 1]
+        if not raw.strip():
+            continue
+        depth = len(raw) - len(raw.lstrip())
+        if depth <= indent and not (raw.lstrip().startswith("- ") and depth == indent):
+            break
+        bare = raw.strip()
+        if block is not None and depth > block:
+            item = bare  # a line of a `- |` block; a `- >` block's lines are one line
+            if folded and out and start == 0 and out[-1][0] >= block_start:
+                out[-1] = (out[-1][0], f"{out[-1][1]} {item}")
+                continue
+        elif bare.startswith("- ") or bare == "-":
+            block = None
+            item = bare[1:].strip()
+            if item in ("|", ">", "|-", ">-", "|+", ">+"):
+                block, folded, block_start = depth, item.startswith(">"), n + 1
+                continue
+            if item.startswith("!reference"):
+                continue
+            item = unquote(strip_comment(item))
+        elif value and value[0] in "|>":
+            item = bare  # the key's own `script: |` block
+        else:
+            continue
+        if not item or (item.startswith("#") and not held):
+            continue
+        start = start or n
+        if item.endswith("\\"):
+            held += item[:-1].rstrip() + " "
+            continue
+        out.append((start, held + item))
+        held, start = "", 0
+    return out

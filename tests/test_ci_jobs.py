@@ -1,0 +1,115 @@
+"""What CI does, read from GitLab CI as from GitHub Actions (sandbox/worktree/ci_jobs.py), and
+CI's build steps before the tests (sandbox/ecosystems/python/ci_build.py): read, never run;
+in-process over real files. The set-up that runs them is in test_setup_fidelity.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sandbox.ecosystems.node.ci_install import ci_npm_flags
+from sandbox.ecosystems.python.ci_build import ci_build_steps
+from sandbox.ecosystems.python.ci_install import ci_requirements
+from sandbox.ecosystems.python.tox_command import ci_test_command
+from sandbox.setup.choice import ci_services
+from sandbox.worktree.ci_jobs import ci_jobs
+from sandbox.worktree.repo_files import RepoFiles
+
+GITLAB = """\
+stages: [test]
+variables:
+  PIP_CACHE_DIR: "$CI_PROJECT_DIR/.cache"
+default:
+  image: python:3.12
+  before_script:
+    - python -m pip install -U pip
+.db:
+  services:
+    - postgres:16
+    - name: redis:7
+      alias: cache
+docs:
+  script: sphinx-build docs html
+unit:
+  extends: .db
+  before_script:
+    - pip install 'numpy>=2' twine  # numpy for the tests
+  script:
+    - |
+      make ext
+      pytest --doctest-modules pkg/ \\
+        -q
+publish:
+  script:
+    - python -m build && twine upload dist/*
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> RepoFiles:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return RepoFiles(root)
+
+
+def test_a_gitlab_job_runs_its_before_script_then_its_script_each_line_where_it_is(tmp_path):
+    jobs = {job.name: job for job in ci_jobs(write(tmp_path, {".gitlab-ci.yml": GITLAB}))}
+    assert set(jobs) == {"docs", "unit", "publish"}  # keywords and hidden jobs are not jobs
+    assert jobs["docs"].lines == (
+        (7, "python -m pip install -U pip"),
+        (14, "sphinx-build docs html"),
+    )
+    assert jobs["unit"].lines == (
+        (18, "pip install 'numpy>=2' twine"),
+        (21, "make ext"),
+        (22, "pytest --doctest-modules pkg/ -q"),
+    )
+    assert jobs["unit"].services == (("postgres:16", 10), ("redis:7", 11))  # from `extends`
+
+
+def test_what_gitlab_s_test_job_installs_runs_and_starts_is_taken_with_its_line(tmp_path):
+    makefile = "ext:\n\tcython x.pyx\n"
+    files = write(tmp_path, {".gitlab-ci.yml": GITLAB, "Makefile": makefile, "pkg/a.py": ""})
+    needs = ci_requirements(files)
+    assert needs is not None and needs.requirements == ("numpy>=2",)
+    assert needs.sources == (".gitlab-ci.yml:18",) and "twine" in needs.left_out
+    build = ci_build_steps(files)
+    assert build is not None and build.steps == ("make ext",)
+    assert build.sources == (".gitlab-ci.yml:21",)
+    assert ci_test_command(files) == "python -m pytest --doctest-modules pkg/"
+    assert ci_services(tmp_path) == (
+        "postgres:16 (.gitlab-ci.yml:10)",
+        "redis:7 (.gitlab-ci.yml:11)",
+    )
+
+
+def test_npm_s_install_flags_come_from_a_gitlab_script_too(tmp_path):
+    ci = "test:\n  script:\n    - npm ci --legacy-peer-deps\n    - npm test\n"
+    flags = ci_npm_flags(write(tmp_path, {".gitlab-ci.yml": ci}))
+    assert flags is not None
+    assert (flags.flags, flags.source) == (("--legacy-peer-deps",), ".gitlab-ci.yml:3")
+
+
+WORKFLOW = """\
+jobs:
+  test:
+    steps:
+      - run: python -m pip install -r requirements.txt pytest
+      - run: make cython && make lint
+      - run: |
+          make cython
+          make -j2 docs
+          make -C sub build
+      - run: pytest -v test
+      - run: make after
+"""
+
+
+def test_only_build_targets_the_makefile_defines_before_the_tests_are_taken(tmp_path):
+    makefile = "cython:\n\tcython x.pyx\ndocs lint after:\n\ttrue\n"
+    files = {".github/workflows/ci.yml": WORKFLOW, "Makefile": makefile}
+    build = ci_build_steps(write(tmp_path, files))
+    # `make cython && make lint` is two commands; docs only builds docs; -C is another folder;
+    # `make after` runs after the tests. The line that installs pytest does not run it.
+    assert build is not None and build.steps == ("make cython",)
+    assert build.sources == (".github/workflows/ci.yml:7",)
+    assert ci_build_steps(write(tmp_path / "none", {".github/workflows/ci.yml": WORKFLOW})) is None
