@@ -1,6 +1,7 @@
-"""What CI does, read from GitLab CI as from GitHub Actions (sandbox/worktree/ci_jobs.py), and
-CI's build steps before the tests (sandbox/ecosystems/python/ci_build.py): read, never run;
-in-process over real files. The set-up that runs them is in test_setup_fidelity.py."""
+"""What CI does, read from GitLab CI as from GitHub Actions (sandbox/worktree/ci_jobs.py), CI's
+build steps before the tests (sandbox/ecosystems/python/ci_build.py), and a noxfile's test
+session (nox_session.py): read, never run; in-process over real files. The set-up that runs
+them is in test_setup_fidelity.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 from sandbox.ecosystems.node.ci_install import ci_npm_flags
 from sandbox.ecosystems.python.ci_build import ci_build_steps
 from sandbox.ecosystems.python.ci_install import ci_requirements
+from sandbox.ecosystems.python.ecosystem import PYTHON
+from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.ecosystems.python.tox_command import ci_test_command
 from sandbox.setup.choice import ci_services
 from sandbox.worktree.ci_jobs import ci_jobs
@@ -113,3 +116,55 @@ def test_only_build_targets_the_makefile_defines_before_the_tests_are_taken(tmp_
     assert build is not None and build.steps == ("make cython",)
     assert build.sources == (".github/workflows/ci.yml:7",)
     assert ci_build_steps(write(tmp_path / "none", {".github/workflows/ci.yml": WORKFLOW})) is None
+
+
+NOXFILE = """\
+import os
+
+import nox
+
+
+@nox.session
+def lint(session):
+    session.install("ruff", "flake8-bugbear")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=["3.11", "3.12"])
+def tests(session):
+    session.install("-e", ".[test]")
+    session.install("hypothesis>=6", "pytest", "codecov")
+    session.install("freezegun", os.environ.get("EXTRA", "x"))
+    session.env["TZ"] = "UTC"
+    session.run(
+        "coverage", "run", "-m", "pytest", "--doctest-modules", "pkg", "--cov=pkg",
+        *session.posargs, env={"MODE": "strict", "BAD NAME": "x"},
+    )
+"""
+
+
+def test_a_noxfile_s_test_session_gives_installs_and_the_pytest_line_never_run(tmp_path):
+    files = {
+        "noxfile.py": NOXFILE + f"\nopen({str(tmp_path / 'ran')!r}, 'w')\n",
+        "pkg/__init__.py": "",
+        "pyproject.toml": '[project]\nname = "p"\nversion = "1"\n',
+    }
+    write(tmp_path, files)
+    plan = infer_setup(tmp_path)
+    # A call with a value nox would compute (os.environ) is not read; codecov is CI's tool.
+    assert plan.command is not None and plan.command.endswith(
+        "&& python -m pip install 'hypothesis>=6' pytest"
+    ), plan.command
+    assert "noxfile.py session tests (line 13)" in plan.sources
+    assert "noxfile.py's installs: codecov (CI's own tools)" in plan.notes
+    assert PYTHON.test_command(tmp_path) == (
+        "TZ=UTC MODE=strict python -m pytest --doctest-modules pkg"
+    )
+    assert not (tmp_path / "ran").exists()  # read, never run
+
+
+def test_a_noxfile_that_does_not_parse_or_runs_no_pytest_gives_nothing(tmp_path):
+    write(tmp_path, {"noxfile.py": "def broken(:\n", "setup.py": ""})
+    assert PYTHON.test_command(tmp_path) == "python -m pytest"
+    write(tmp_path, {"noxfile.py": NOXFILE.replace('"pytest"', '"sphinx"').replace('"-m", ', "")})
+    assert PYTHON.test_command(tmp_path) == "python -m pytest"

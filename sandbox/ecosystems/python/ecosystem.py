@@ -18,6 +18,7 @@ from sandbox.container.suites import SUITES
 from sandbox.ecosystems.base import FailedRun, Instrumented, Places, Stage
 from sandbox.ecosystems.python.choice import PythonChoice, python_for
 from sandbox.ecosystems.python.missing_modules import missing_modules
+from sandbox.ecosystems.python.nox_session import nox_test_command
 from sandbox.ecosystems.python.pytest_command import (
     DEFAULT_TEST_CMD,
     PYTEST_FLAGS,
@@ -65,10 +66,15 @@ class Python:
 
     def test_command(self, repo: Path) -> str | None:
         """pytest, as tox.ini's [testenv] runs it when it says more, else as CI's test step
-        does (tox_command.py)."""
+        does (tox_command.py), else as noxfile.py's test session does (nox_session.py)."""
         if self.recognises(repo) or self.recognises_loosely(repo):
             files = RepoFiles(repo)
-            return tox_test_command(files) or ci_test_command(files) or DEFAULT_TEST_CMD
+            return (
+                tox_test_command(files)
+                or ci_test_command(files)
+                or nox_test_command(files)
+                or DEFAULT_TEST_CMD
+            )
         return None
 
     def instrument(

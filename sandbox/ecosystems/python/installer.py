@@ -45,6 +45,7 @@ INPUTS = (
     "requirements/*.in",
     "tests/requirements*.txt",
     "tox.ini",
+    *("GNUmakefile", "makefile", "Makefile"),  # CI's build steps (ci_build.py) run its targets
 )
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from sandbox.ecosystems.python.ci_build import ci_build_steps
 from sandbox.ecosystems.python.ci_install import ci_requirements
 from sandbox.ecosystems.python.installer import PIP as PIP_INSTALLER
+from sandbox.ecosystems.python.nox_session import nox_test_session
 from sandbox.ecosystems.python.setup_locks import (
     TOOL_VENV,
     lock_plan,
@@ -302,7 +303,15 @@ def infer_setup(repo: Path) -> SetupPlan:
         sources.append(f"CI's pip install ({', '.join(ci.sources)})")
         if ci.left_out:
             tree.notes.append(f"CI's pip install: {', '.join(ci.left_out)} (CI's own tools)")
-    ci_pip = f"{PIP} {shlex.join(ci.requirements)}" if ci is not None else None
+    extra = list(ci.requirements) if ci is not None else []
+    if (nox := nox_test_session(tree)) is not None and nox.requirements:
+        named = {_name(a) for a in args.args} | {_name(r) for r in extra}
+        if new := [r for r in nox.requirements if _name(r) not in named]:
+            extra += new
+            sources.append(f"noxfile.py session {nox.name} (line {nox.line})")
+        if nox.left_out:
+            tree.notes.append(f"noxfile.py's installs: {', '.join(nox.left_out)} (CI's own tools)")
+    ci_pip = f"{PIP} {shlex.join(extra)}" if extra else None
     if build is not None and lock is None and installable_from and not args.hashed:
         # CI's build steps (`make cython`) come before the project's own install, as in CI.
         head = [f"{PIP} {shlex.join(args.args)}"] if args.args else []
@@ -327,3 +336,8 @@ def infer_setup(repo: Path) -> SetupPlan:
         summary=summary,
         installer=PIP_INSTALLER,
     )
+
+
+def _name(requirement: str) -> str:
+    """A requirement's project name, normalized: `Mypy[x]>=1` is mypy."""
+    return normalize(re.split(r"[\[<>=!~;\s@]", requirement.strip(), maxsplit=1)[0])

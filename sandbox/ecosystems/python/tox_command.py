@@ -57,9 +57,9 @@ def tox_test_command(files: RepoFiles) -> str | None:
             rest = [_in_tree(word, files) for word in shlex.split(line[found.end() :])]
         except ValueError:
             continue
-        words = tox_pytest_words(rest, _existing(files, rest))
+        words = tox_pytest_words(rest, existing_paths(files, rest))
         named = [w for w in rest if not w.startswith("-") and w and w != "{posargs}"]
-        if named and not any(w.rstrip("/") in _existing(files, rest) for w in words):
+        if named and not any(w.rstrip("/") in existing_paths(files, rest) for w in words):
             words = []  # its paths are not the tree's: its options alone would collect it all
         break
     env = _set_env(
@@ -85,9 +85,9 @@ def ci_test_command(files: RepoFiles) -> str | None:
                 rest = [_in_tree(w, files) for w in shlex.split(_CI_END.split(found[1])[0])]
             except ValueError:
                 continue
-            words = tox_pytest_words(rest, _existing(files, rest))
+            words = tox_pytest_words(rest, existing_paths(files, rest))
             named = [w for w in rest if not w.startswith("-")]
-            if named and not any(w.rstrip("/") in _existing(files, rest) for w in words):
+            if named and not any(w.rstrip("/") in existing_paths(files, rest) for w in words):
                 continue
             if words:
                 return " ".join([DEFAULT_TEST_CMD, *map(shlex.quote, words)])
@@ -152,7 +152,7 @@ def _set_env(text: str) -> list[tuple[str, str]]:
     return out[:20]
 
 
-def _existing(files: RepoFiles, words: list[str]) -> set[str]:
+def existing_paths(files: RepoFiles, words: list[str]) -> set[str]:
     """The words that name a file or folder of the tree."""
     found = set()
     for word in words:
