@@ -99,6 +99,22 @@ def test_a_workflow_matrix_named_through_its_key(tmp_path):
     assert choice.suite == TRIXIE and choice.why == ".github/workflows/ci.yml 3.13"
 
 
+def test_a_gitlab_job_s_python_image_is_a_pin_its_matrix_variable_too(tmp_path):
+    gitlab = (
+        "default:\n  image: python:3.13-slim\n"
+        "test:\n  image: registry.example.com/python:$PY\n"
+        "  parallel:\n    matrix:\n      - PY: ['3.9', '3.12']\n  script: [pytest]\n"
+        "js:\n  image: {name: node:20}\n  script: [npm test]\n"
+    )
+    pins = read_pins(write(tmp_path, {".gitlab-ci.yml": gitlab}))
+    assert [p.describe() for p in pins.pins] == [
+        ".gitlab-ci.yml 3.13",
+        ".gitlab-ci.yml 3.9",
+        ".gitlab-ci.yml 3.12",
+    ]
+    assert choose_python(pins).why == ".gitlab-ci.yml 3.13"
+
+
 def test_a_matrix_that_lists_the_default_gets_it_whatever_the_order(tmp_path):
     workflow = """\
 jobs:

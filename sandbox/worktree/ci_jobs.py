@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.workflows import (
+    key_values,
     run_lines,
     strip_comment,
     unquote,
@@ -111,6 +112,39 @@ def gitlab_jobs(rel: str, text: str) -> list[CiJob]:
         ]
         jobs.append(CiJob(rel, name, tuple((before + script)[:MAX_LINES]), tuple(services)))
     return jobs
+
+
+def gitlab_image_versions(files: RepoFiles, *names: str) -> list[str]:
+    """The versions of the images named `names` that .gitlab-ci.yml's jobs run in
+    (`image: python:3.12-slim` is 3.12; `image: node:$NODE` takes the values a `NODE:`
+    variable or `parallel: matrix:` entry gives), in the order written, once each."""
+    text = files.read(GITLAB)
+    if text is None:
+        return []
+    out: list[str] = []
+    for ref in key_values(text, "image") + _image_names(text):
+        name, _, tag = ref.rpartition("/")[2].partition(":")
+        if name not in names or not tag:
+            continue
+        variable = re.fullmatch(r"\$\{?(\w+)\}?(.*)", tag)
+        tags = [v + variable[2] for v in key_values(text, variable[1])] if variable else [tag]
+        for one in tags:
+            version = re.match(r"v?(\d+(?:\.\d+)*)", one)
+            if version and version[1] not in out:
+                out.append(version[1])
+    return out
+
+
+def _image_names(text: str) -> list[str]:
+    """`name:` values of `image:` mappings (`image:\n  name: python:3.12`)."""
+    lines = text.splitlines()
+    out = []
+    for n, line in enumerate(lines[:-1]):
+        if re.fullmatch(r"\s*image\s*:\s*", strip_comment(line)):
+            found = re.fullmatch(r"\s*name\s*:\s*(\S+)\s*", strip_comment(lines[n + 1]))
+            if found:
+                out.append(unquote(found[1]))
+    return out
 
 
 def blocks_line(blocks: list[tuple[str, int, int]], key: str) -> int | None:

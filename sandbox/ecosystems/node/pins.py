@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.ecosystems.node.semver import parse_range, parse_version
+from sandbox.worktree.ci_jobs import GITLAB, gitlab_image_versions
 from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.workflows import workflow_texts, workflow_values
 
@@ -86,6 +87,7 @@ def read_pins(repo: Path) -> NodePins:
         pins += _pins([volta], "package.json volta.node")
     for rel, workflow in workflow_texts(files):
         pins += _pins(workflow_values(workflow, KEY), rel)
+    pins += _pins(gitlab_image_versions(files, "node"), GITLAB)
     return NodePins(engines=engines, pins=tuple(pins[:MAX_PINS]), notes=tuple(files.notes))
 
 

@@ -1,5 +1,6 @@
 """What a repository says of the Python it runs on: `requires-python` (the versions it accepts),
-and the versions it pins, `.python-version` first, then the `python-version` of its CI workflows.
+and the versions it pins, `.python-version` first, then the `python-version` of its CI workflows,
+then the `python:` images of its GitLab CI (`image: python:3.12-slim`).
 
 Read, never run, through sandbox/worktree/repo_files.py (no symlinks, 1 MB per file, at most
 MAX_WORKFLOWS workflow files, each scanned by sandbox/worktree/workflows.py).
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.worktree.ci_jobs import GITLAB, gitlab_image_versions
 from sandbox.worktree.repo_files import RepoFiles, requires_python
 from sandbox.worktree.workflows import workflow_texts, workflow_values
 
@@ -53,6 +55,7 @@ def read_pins(repo: Path) -> PythonPins:
         pins += _pins([re.sub(r"#.*", "", line).strip()], ".python-version")
     for rel, workflow in workflow_texts(files):
         pins += _pins(workflow_values(workflow, KEY), rel)
+    pins += _pins(gitlab_image_versions(files, "python"), GITLAB)
     return PythonPins(requires_python=wanted, pins=tuple(pins[:MAX_PINS]), notes=tuple(files.notes))
 
 
