@@ -405,6 +405,27 @@ def test_a_gitlab_job_s_installs_and_make_step_run_in_set_up_before_the_project(
     assert not (repo / "ceil" / "_table.py").exists()  # the user's tree is left as it was
 
 
+def test_a_ci_build_step_that_downloads_from_another_host_is_refused_in_one_line(make_repo):
+    # CI's `make data` fetches from a host the set-up fence does not reach: it runs in the
+    # fence, never on the host, and set-up stops before any test, naming the host refused.
+    fetch = "import urllib.request; urllib.request.urlopen('http://downloads.example.invalid/x')"
+    repo = make_repo(
+        {
+            "pyproject.toml": f'# {os.urandom(8).hex()}\n[project]\nname = "c"\nversion = "1"\n',
+            "Makefile": f'data:\n\tpython -c "{fetch}"\n',
+            ".github/workflows/ci.yml": "jobs:\n  t:\n    steps:\n      - run: make data\n"
+            "      - run: pytest\n",
+            "tests/test_a.py": "def test_a():\n    assert True\n",
+        }
+    )
+    proc, run = run_tests_json(repo, {})
+    assert proc.returncode == 6, proc.stderr[-2000:]
+    assert run == {}
+    assert "CI's build steps make data (.github/workflows/ci.yml:4)" in proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("worker: error:")]
+    assert "the set-up proxy refused downloads.example.invalid" in line
+
+
 SERVICES_WORKFLOW = """\
 on: push
 jobs:
