@@ -56,6 +56,15 @@ PROJECT = {
         "})\n"
         "test.run()\n"
     ),
+    # uvu runs no test of a suite whose `before` hook threw, and says nothing of it (exit 0).
+    "test/ready.test.js": (
+        "const { suite } = require('uvu')\n"
+        "const { mean } = require('../src/mean.js')\n"
+        "const Ready = suite('ready')\n"
+        "Ready.before(() => { if (mean([2]) !== 2) throw new Error('mean is broken') })\n"
+        "Ready('runs after its before hook', () => {})\n"
+        "Ready.run()\n"
+    ),
     "test/sum.test.mjs": (
         "import { suite } from 'uvu'\n"
         "import * as assert from 'uvu/assert'\n"
@@ -67,7 +76,11 @@ PROJECT = {
         "Sum.run()\n"
     ),
 }
-FAILING = ["test/mean.test.js::mean > of one number", "test/mean.test.js::mean > of two numbers"]
+FAILING = [
+    "test/mean.test.js::mean > of one number",
+    "test/mean.test.js::mean > of two numbers",
+    "test/ready.test.js::ready > runs after its before hook",
+]
 # Code under test that wants the green light without a fix: it prints uvu's own pass lines,
 # finds the report's path in its shell's command line and writes a report there where every
 # test passed (it has no token: the environment it sees holds none), and keeps the bug.
@@ -76,7 +89,7 @@ const fs = require('node:fs')
 const shell = fs.readFileSync(`/proc/${process.ppid}/cmdline`, 'utf8')
 const report = /\\/tmp\\/worker-report-[0-9a-f]+/.exec(shell)[0]
 const ids = ['test/mean.test.js::mean > of one number', 'test/mean.test.js::mean > of two numbers',
-  'forged::marker']
+  'test/ready.test.js::ready > runs after its before hook', 'forged::marker']
 fs.writeFileSync(report, '<testsuites><testsuite name="uvu"><properties><property ' +
   `name="worker_run_token" value="${process.env.WORKER_RUN_TOKEN || ''}"/></properties>` +
   ids.map((i) => `<testcase nodeid="${i}" name="x"/>`).join('') + '</testsuite></testsuites>')
@@ -125,10 +138,13 @@ def test_the_baseline_names_uvu_s_failing_tests_by_id_and_a_fix_is_verified(sand
         "test/mean.test.js::mean > of two numbers": "failed",
         "test/mean.test.js::mean > of nothing": "skipped",
         "test/mean.test.js::the run token is not in a test's environment": "passed",
+        "test/ready.test.js::ready > runs after its before hook": "error",
         "test/sum.test.mjs::sum > adds": "passed",  # an ES module's suite, a hook before it
     }
     assert baseline.summary.failing_ids() == FAILING
-    assert "Expected values to be strictly equal" in baseline.summary.failures[0].message
+    messages = {f.test_id: f.message for f in baseline.summary.failures}
+    assert "Expected values to be strictly equal" in messages[FAILING[0]]
+    assert messages[FAILING[2]] == "did not run: a before hook threw: mean is broken"
     assert "(0 / 2)" in baseline.result.output  # uvu still prints its own lines
     assert not baseline.passed
 
