@@ -135,7 +135,7 @@ function wrapHandler(handler, rec) {
   }
 }
 
-function wrapHook(fn, suite, run, kind) {
+function wrapHook(fn, suite, run, kind, file) {
   if (typeof fn !== 'function') return fn
   return async function (...args) {
     try {
@@ -148,7 +148,7 @@ function wrapHook(fn, suite, run, kind) {
       } else if (kind === 'before') {
         run.stopped = `a before hook threw: ${message}` // uvu runs none of the suite's tests
       } else {
-        const id = suite.name ? `${suite.file}::${suite.name}` : suite.file
+        const id = suite.name ? `${file}::${suite.name}` : file
         records.push({ id, outcome: 'error', error: problem(`an after hook threw: ${message}`) })
       }
       throw error
@@ -185,7 +185,8 @@ function wrapSuite(realSuite, name, state) {
     suite.pending.skips.push(newRecord(suite, testName))
     return inner.skip(testName, handler)
   }
-  const hook = (register, kind) => (fn) => register(wrapHook(fn, suite, suite.pending, kind))
+  const hook = (register, kind) => (fn) =>
+    register(wrapHook(fn, suite, suite.pending, kind, callerFile() || suite.file))
   test.before = hook(inner.before, 'before')
   test.before.each = hook(inner.before.each, 'each')
   test.after = hook(inner.after, 'after')
@@ -275,8 +276,9 @@ function report(code) {
       const stack = String(error.stack || message).slice(0, OUTPUT_CHARS)
       inner = `<${kind} message="${attribute(message)}">${xml(stack)}</${kind}>`
     }
-    const name = rec.id.slice(rec.id.indexOf('::') + 2)
-    const file = rec.id.split('::')[0]
+    const cut = rec.id.indexOf('::')
+    const file = cut < 0 ? rec.id : rec.id.slice(0, cut)
+    const name = cut < 0 ? rec.id : rec.id.slice(cut + 2)
     inner = `<testcase nodeid="${attribute(rec.id)}" classname="${attribute(file)}" name="${attribute(name)}">${inner}</testcase>\n`
     body += inner
   }
