@@ -168,6 +168,7 @@ OTHER_FORMAT_FILE = {
     "vitest-junit": "jest-29.json",
     "node-junit": "tape-5.tap",
     "node-test-junit": "mocha-11.json",
+    "uvu-junit": "jest-29.json",
     "mocha-xunit": "ava-6.tap",
     "jest-json": "mocha-11.json",
     "mocha-json": "jest-29.json",

@@ -115,11 +115,24 @@ def test_tap_output_of_ava_and_tape_is_kept_whole_and_a_formatter_pipe_is_droppe
     assert body(tap.command) == f"( tap --disable-coverage --output-file={R} )"
 
 
-def test_uvu_and_unknown_runners_are_judged_by_exit_code_and_say_so():
-    for script in ("uvu tests", "node test/index.js"):
+def test_uvu_gets_our_preloaded_reporter_a_token_and_loses_its_bail():
+    inv = node_invocation("c8 uvu -r tsm tests -b", report_path=R)
+    preload = "--require=$WORKER_STAGE/worker_uvu_reporter.cjs${NODE_OPTIONS:+ $NODE_OPTIONS}"
+    assert body(inv.command) == f'( NODE_OPTIONS="{preload}" c8 uvu -r tsm tests )'
+    assert f"rm -f {R}" in inv.command and inv.report_path == R
+    assert inv.report_format == "uvu-junit" and inv.runner == "uvu"
+    assert inv.token and inv.env == {"WORKER_RUN_TOKEN": inv.token, "WORKER_UVU_REPORT": R}
+    assert set(inv.staged) == {"worker_uvu_reporter.cjs"}
+    assert b"worker_run_token" in inv.staged["worker_uvu_reporter.cjs"]
+    assert any("-b" in n for n in inv.notes)
+
+
+def test_unknown_runners_and_uvu_with_its_own_node_options_are_judged_by_exit_code():
+    for script in ("node test/index.js", "NODE_OPTIONS=--loader=tsx uvu tests"):
         inv = node_invocation(script, report_path=R)
         assert inv.report_path is None and inv.report_format == "" and inv.token is None
         assert f"rm -f {R}" not in inv.command and body(inv.command) == f"( {script} )"
+        assert inv.env == {} and inv.staged == {}
         assert any("exit code" in n for n in inv.notes)
 
 

@@ -284,6 +284,7 @@ PARSERS: Mapping[str, Callable[[bytes, str], TestSummary]] = {
     "vitest-junit": parse_vitest_junit,
     "node-junit": parse_node_junit,
     "node-test-junit": parse_node_test_junit,
+    "uvu-junit": parse_node_test_junit,  # our uvu reporter writes the same shape
     "jest-json": parse_jest_json,
     "mocha-json": parse_mocha_json,
     "mocha-xunit": parse_mocha_xunit,

@@ -18,10 +18,13 @@ runner command counts by its exit code too.
 | ava | `--tap`, stdout to R, then shown | TAP | no: its titles change |
 | tap (node-tap 12+) | `--output-file=R` | TAP | yes |
 | tape | stdout to R, then shown (a `| tap-spec` after it dropped) | TAP | no: no file in ids |
-| uvu, anything else | none | none: exit code only | no |
+| uvu (0.5) | our reporter preloaded (NODE_OPTIONS --require), `-b` dropped | JUnit | no |
+| anything else (uvu with NODE_OPTIONS of its own) | none | none: exit code only | no |
 
-`node --test` gets a reporter of ours (node_test_reporter.mjs) because Node's own junit
-reporter names no test file before Node 24 and does not exist before Node 20. Test names are
+`node --test` gets a reporter of ours (worker_node_test_reporter.mjs) because Node's own junit
+reporter names no test file before Node 24 and does not exist before Node 20. uvu has no
+reporter at all: ours (worker_uvu_reporter.cjs) wraps its `suite` and `test` in the uvu CLI's
+process and writes the report at exit, stamped with the run's token. Test names are
 never narrowed to: the verdict reads ids from the report, so a run of whole files is exact.
 """
 
@@ -49,6 +52,8 @@ NPM_DEFAULT_TEST = 'echo "Error: no test specified" && exit 1'
 STAGE_VARIABLE = "WORKER_STAGE"  # the folder staged files are in, as the command sees it
 TOKEN_VARIABLE = "WORKER_RUN_TOKEN"
 NODE_REPORTER = "worker_node_test_reporter.mjs"
+UVU_REPORTER = "worker_uvu_reporter.cjs"
+UVU_REPORT_VARIABLE = "WORKER_UVU_REPORT"
 REPORT_FORMAT: dict[str, str] = {
     "vitest": "vitest-junit",
     "jest": "jest-json",
@@ -57,6 +62,7 @@ REPORT_FORMAT: dict[str, str] = {
     "ava": "ava-tap",
     "tap": "tap",
     "tape": "tape",
+    "uvu": "uvu-junit",
 }
 _BINS: dict[str, Runner] = {
     "vitest": "vitest",
@@ -87,6 +93,7 @@ _CONFLICTS: dict[str, dict[str, bool]] = {
     "ava": {"--tap": False, "-t": False, "--watch": False, "-w": False},
     "tap": {"--output-file": True, "-o": True, "--watch": False, "-w": False},
     "tape": {},
+    "uvu": {"--bail": False, "-b": False},  # a bail leaves the other tests unrun: errors
 }
 _NARROWS = frozenset({"vitest", "jest", "mocha", "node-test", "tap"})
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -199,6 +206,7 @@ def node_invocation(
     files = _files_of(test_ids)
     runner: Runner = "other"
     notes: list[str] = []
+    reported = True
     for k, piece in enumerate(pieces):
         if piece.operator:
             continue
@@ -209,8 +217,9 @@ def node_invocation(
             notes.append(f"a second test runner command counts by its exit code: {piece.text}")
             continue
         runner = found[0]
-        if runner == "uvu":
-            notes.append("uvu writes no per-test report: judged by exit code")
+        if runner == "uvu" and "NODE_OPTIONS" in piece.text:
+            notes.append("uvu with NODE_OPTIONS of its own takes no reporter: judged by exit code")
+            reported = False
             break
         _drop_formatter(pieces, k, notes)
         xunit = runner == "mocha" and _older((versions or {}).get("mocha"), (9, 1))
@@ -222,18 +231,24 @@ def node_invocation(
         fmt = "mocha-xunit"
     if files and runner not in _NARROWS:
         notes.append(f"{runner} runs are not narrowed to files: the whole suite runs")
-    reported = runner in REPORT_FORMAT
+    reported = reported and runner in REPORT_FORMAT
+    fmt = fmt if reported else ""
     prelude = [f"rm -f {report_path}"] if reported else []
     prelude += ['export PATH="$PWD/node_modules/.bin:$PATH"', 'export WORKER_TEST_ROOT="$PWD"']
-    token = secrets.token_hex(16) if runner == "node-test" else None
+    token = secrets.token_hex(16) if reported and runner in ("node-test", "uvu") else None
+    env = {TOKEN_VARIABLE: token} if token else {}
+    staged = {NODE_REPORTER: _staged(NODE_REPORTER)} if runner == "node-test" else {}
+    if runner == "uvu" and reported:
+        env[UVU_REPORT_VARIABLE] = report_path
+        staged = {UVU_REPORTER: _staged(UVU_REPORTER)}
     return Invocation(
         command="; ".join([*prelude, join(pieces)]),
-        env={TOKEN_VARIABLE: token} if token else {},
+        env=env,
         report_path=report_path if reported else None,
         report_format=fmt,
         runner=runner,
         test_cmd=script,
-        staged={NODE_REPORTER: _node_reporter()} if runner == "node-test" else {},
+        staged=staged,
         token=token,
         notes=tuple(notes),
     )
@@ -373,6 +388,7 @@ def _instrument(
         "ava": "--tap",
         "tap": f"--output-file={report}",
         "tape": "",
+        "uvu": "",
     }[runner]
     at_end = runner in ("vitest", "ava", "tap", "tape")
     insert = len(text.rstrip()) if at_end else words[after].end
@@ -385,6 +401,10 @@ def _instrument(
     if files and runner in _NARROWS:
         quoted = [shlex.quote(_jest_pattern(f) if runner == "jest" else f) for f in files]
         out += " " + " ".join(quoted)
+    if runner == "uvu":
+        # Our reporter, preloaded into uvu's process (and inert in any other node it starts).
+        preload = f"--require=${STAGE_VARIABLE}/{UVU_REPORTER}"
+        out = f'NODE_OPTIONS="{preload}${{NODE_OPTIONS:+ $NODE_OPTIONS}}" {out}'
     if runner in ("ava", "tape"):
         # The TAP stream is the runner's stdout: kept whole in the report, shown after it.
         out = f"( {out} > {report}; rc=$?; cat {report}; exit $rc )"
@@ -465,5 +485,6 @@ def _jest_pattern(path: str) -> str:
     return re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", path)
 
 
-def _node_reporter() -> bytes:
-    return resources.files("sandbox.ecosystems.node").joinpath(NODE_REPORTER).read_bytes()
+def _staged(name: str) -> bytes:
+    """One of our reporters, staged beside the sandbox's control files for the run."""
+    return resources.files("sandbox.ecosystems.node").joinpath(name).read_bytes()
