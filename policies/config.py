@@ -71,7 +71,7 @@ def preset_values(name: str) -> dict[str, Any]:
     policies.errors.ConfigError: unknown preset 'fast'; presets are: default, strict, ci
     """
     if name == "default":
-        limits = dict(cpus=1.0, memory_mb=2048, pids=256, tmp_mb=256)
+        limits = dict(cpus=1.0, memory_mb=2048, pids=4096, tmp_mb=256)
         limits |= dict(command_timeout_s=300.0, total_timeout_s=1800.0)
         return {
             "limits": limits,
@@ -89,7 +89,7 @@ def preset_values(name: str) -> dict[str, Any]:
     if name == "ci":
         # Unattended: every clock bounded (policies/budgets.BUDGETS too); no cost cap, since a
         # cap needs a known price.
-        limits = dict(cpus=2.0, memory_mb=2048, pids=256, tmp_mb=256)
+        limits = dict(cpus=2.0, memory_mb=2048, pids=4096, tmp_mb=256)
         limits |= dict(command_timeout_s=300.0, total_timeout_s=1200.0)
         return {
             "limits": limits,

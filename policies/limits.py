@@ -24,7 +24,11 @@ class Limits:
 
     cpus: float = 1.0
     memory_mb: int = 2048  # swap included: the container gets no swap beyond this
-    pids: int = 256
+    # Processes and threads together (the pids cgroup counts both). Thread-heavy tests are
+    # common (once_cell's get_or_init_stress starts 1,000 behind a Barrier; a JVM runs dozens
+    # before a test does): 4,096 lets them run and still stops a fork loop long before the
+    # host's pid space, with memory_mb bounding it sooner. A command that reaches it is told so.
+    pids: int = 4096
     tmp_mb: int = 256  # size of the tmpfs mounted at /tmp
     # What one command may write to /workspace (a host folder): measured as the drop of the host
     # filesystem's free space while it runs, so approximate, but it keeps tests from filling it.

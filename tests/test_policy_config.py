@@ -66,7 +66,7 @@ output = 0.6
     assert config.tool_mode == "native"
     assert config.temperature == 0.2
     assert (config.limits.memory_mb, config.limits.cpus) == (4096, 2)
-    assert config.limits.pids == 256  # untouched keys keep the preset's value
+    assert config.limits.pids == 4096  # untouched keys keep the preset's value
     assert (config.budgets.max_steps, config.budgets.max_cost_usd) == (12, 1.5)
     assert config.truncation.max_lines == 50
     assert config.price_for("gpt-4o-mini") == {"input": 0.15, "output": 0.6}

@@ -9,7 +9,8 @@ real containers, crates.io through the set-up fence, and the scripted model serv
 - a toolchain no source has (`nightly`, a release newer than any): one line, exit 6, no
   model call;
 - an error's captured backtrace stays off in a test run, as in CI (anyhow's `test_debug`);
-- a test build with no room on /tmp: one line naming the limit, exit 6, no model call.
+- the test build on disk, each container's own: a /tmp of 2 MB builds the tests, and a test
+  writing more than the disk limit there is killed, said in one line.
 """
 
 from __future__ import annotations
@@ -160,16 +161,40 @@ def test_an_errors_backtrace_is_not_captured_in_a_test_run(make_repo, rust_image
     assert said["passed"] and said["counts"]["passed"] == 1, proc.stderr
 
 
-def test_a_test_build_with_no_room_stops_in_one_line_naming_the_limit(
-    make_repo, tmp_path, rust_image
-):
-    """The target folder lives on the /tmp tmpfs (rust/image.py); a crate whose build needs more
-    than it holds ends before any model call, saying which limit to raise (anyhow's and
-    thiserror's dependencies need about 500 MB against 256)."""
-    repo = make_repo({**CRATE, "worker.toml": "[limits]\ntmp_mb = 2\n"})
-    with ScriptedServer(script=[]) as server:
-        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url, timeout=600)
-    assert server.requests == []
-    assert proc.returncode == 6, proc.stderr
-    assert "ran out of room" in proc.stderr and "tmp_mb" in proc.stderr, proc.stderr
-    assert report(tmp_path / "out")["status"] == "project_environment"
+FILLS_THE_DISK = """\
+use std::io::Write;
+
+#[test]
+fn fills_the_target_folder() {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("big");
+    let mut file = std::fs::File::create(path).unwrap();
+    let chunk = vec![1u8; 1 << 20];
+    for _ in 0..2048 {
+        file.write_all(&chunk).unwrap();
+        file.sync_data().unwrap();
+    }
+}
+"""
+
+
+def run_tests(repo: Path, test_cmd: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo", str(repo),
+         "--json", "--test-cmd", test_cmd],
+        capture_output=True, text=True, timeout=600, env=fix_env(),
+    )  # fmt: skip
+    return json.loads(proc.stdout)
+
+
+def test_the_test_build_is_on_disk_its_own_and_bounded(make_repo, rust_image):
+    """cargo's target folder is the image's (rust/image.py), a copy of the container's own on
+    the daemon's disk (sandbox/container/writable.py): a /tmp of 2 MB builds the tests all the
+    same (anyhow's dependencies are 508 MB against the default 256), and a test that writes
+    more than [limits] workspace_mb there is killed, the ending saying which limit."""
+    files = {**CRATE, "tests/fill.rs": FILLS_THE_DISK}
+    repo = make_repo({**files, "worker.toml": "[limits]\ntmp_mb = 2\nworkspace_mb = 200\n"})
+    said = run_tests(repo, "cargo test --no-fail-fast --test bounds")
+    assert said["counts"] == {"passed": 1, "failed": 1, "errors": 0, "skipped": 0}, said
+    said = run_tests(repo, "cargo test --no-fail-fast --test fill")
+    assert not said["passed"], said
+    assert "than the limit allows ([limits] workspace_mb)" in json.dumps(said), said

@@ -283,6 +283,18 @@ def test_the_test_command_takes_the_workspace_and_cis_features(tmp_path):
                              ".github/workflows/ci.yml": ci})  # fmt: skip
     assert RUST.test_command(repo) == "cargo test --no-fail-fast --workspace --features serde,std"
     assert RUST.test_command(_write(tmp_path / "ws", WORKSPACE)) == "cargo test --no-fail-fast"
+    # thiserror's CI leaves out its no_std member; the run does too (and --exclude needs
+    # --workspace, which a line that has it always says)
+    ci = "      - run: cargo test --workspace --exclude thiserror_no_std_test\n"
+    repo = _write(tmp_path / "ex", {**WORKSPACE, ".github/workflows/ci.yml": ci})
+    assert RUST.test_command(repo) == (
+        "cargo test --no-fail-fast --workspace --exclude thiserror_no_std_test"
+    )
+    ci = "      - run: cargo test --exclude=bench_only -F std --exclude xtask\n"
+    repo = _write(tmp_path / "ex2", {**WORKSPACE, ".github/workflows/ci.yml": ci})
+    assert RUST.test_command(repo) == (
+        "cargo test --no-fail-fast --workspace --exclude bench_only -F std --exclude xtask"
+    )
 
 
 def test_nextest_junit_reads_as_a_runs_ids(tmp_path):

@@ -34,6 +34,7 @@ from sandbox.container.create import ContainerSpec, Hardening, create_container
 from sandbox.container.output import OutputCapture
 from sandbox.container.placement import Entry, Placement
 from sandbox.container.results import CommandResult
+from sandbox.container.writable import volume_mounts, writable_dirs
 from sandbox.errors import DaemonGone, SandboxError, SandboxGone
 from sandbox.worktree.fixture_guard import FixtureGuard
 from sandbox.worktree.workspace import SANDBOX_UID
@@ -112,6 +113,8 @@ class DockerSandbox(SandboxBase):
         self.placement: Placement = "mounted"
         self._sent: dict[str, Entry] | None = None  # copied: the host copy as last sent
         self._count_started = 0
+        #: The image's writable folders (writable.py), each a volume of this container's own.
+        self._writable: tuple[str, ...] = ()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -165,6 +168,10 @@ class DockerSandbox(SandboxBase):
             ]
             if isolation.network and os.path.isdir(HOST_CA_BUNDLE):
                 mounts.append(Mount(HOST_CA_BUNDLE, HOST_CA_BUNDLE, type="bind", read_only=True))
+        # A writable root has the image's writable folders writable in its own layer (set-up,
+        # whose commit keeps them); a read-only one gets a copy of each on the daemon's disk.
+        self._writable = self._image_writable() if isolation.read_only_root else ()
+        mounts += volume_mounts(self._writable)
         spec = ContainerSpec(
             image=self.image,
             command=["python3", "-S", f"{CONTROL_MOUNT}/reaper.py"],
@@ -196,6 +203,18 @@ class DockerSandbox(SandboxBase):
             if isinstance(exc, docker.errors.APIError):
                 raise SandboxError(f"cannot start the sandbox: {exc.explanation or exc}") from exc
             raise
+
+    def _image_writable(self) -> tuple[str, ...]:
+        try:
+            labels = self._client.images.get(self.image).labels
+        except docker.errors.ImageNotFound:
+            return ()  # creating the container says so
+        except DAEMON_ERRORS as exc:
+            raise SandboxError(f"cannot read the image {self.image}: {_say(exc)}") from exc
+        try:
+            return writable_dirs(labels)
+        except ValueError as exc:
+            raise SandboxError(f"sandbox image {self.image}: {exc}") from exc
 
     # -- the copied placement: files sent in through the API ---------------------------------
 
@@ -420,6 +439,7 @@ class DockerSandbox(SandboxBase):
                     capture_file or "",
                     command,
                     str(self.limits.workspace_mb),
+                    *self._writable,
                 ],
                 user=self._user,
                 workdir=WORKSPACE_MOUNT,
@@ -471,6 +491,7 @@ class DockerSandbox(SandboxBase):
             captured=captured,
             capture_error=capture_error,
             disk_exceeded=bool(result.get("disk_exceeded")),
+            pids_exceeded=bool(result.get("pids_exceeded")),
         )
 
     def _kill_all(self) -> None:

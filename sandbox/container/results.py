@@ -21,7 +21,10 @@ class CommandResult:
     log_path: Path | None = None
     captured: bytes | None = None  # the capture file, whole (sandbox/container/capture.py)
     capture_error: str = ""  # why a capture file that was written did not come back
-    disk_exceeded: bool = False  # killed for writing more than its share of the workspace
+    disk_exceeded: bool = False  # killed for writing more than its share of the disk
+    # A thread or process could not start: the container's process limit ([limits] pids) was
+    # reached (a test that waits for the threads it meant to start then hangs to the time limit)
+    pids_exceeded: bool = False
     # Test fixtures the command changed, put back from the snapshot since (sandbox/fixture_guard)
     fixtures_put_back: tuple[str, ...] = ()
 
@@ -49,10 +52,19 @@ class CommandResult:
         if self.timed_out:
             how = f"killed at the time limit{took}"
         elif self.disk_exceeded:
-            how = "killed: wrote more to the workspace than the limit allows"
+            how = (
+                "killed: wrote more to the workspace (or the image's writable folders) than "
+                "the limit allows ([limits] workspace_mb)"
+            )
         elif self.oom_killed:
             how = f"killed: out of memory (exit {self.exit_code})"
         else:
             how = f"exit {self.exit_code}{took}"
         cut = f", output {self.output_bytes} bytes (truncated)" if self.truncated else ""
-        return f"{how}{cut}"
+        pids = (
+            "; a thread or process could not start: the sandbox's process limit ([limits] pids) "
+            "was reached"
+            if self.pids_exceeded
+            else ""
+        )
+        return f"{how}{pids}{cut}"

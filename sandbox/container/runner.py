@@ -1,15 +1,18 @@
 """Runs one command inside the sandbox container, enforcing its time limit from inside.
 
 Executed by the container's python3 (stdlib only; no imports from the worker). Usage:
-    runner.py TIMEOUT_S CAPTURE_PATH COMMAND [WORKSPACE_MB]
+    runner.py TIMEOUT_S CAPTURE_PATH COMMAND [WORKSPACE_MB [PATH ...]]
 The command's stdout and stderr, merged in order, go to our stdout; a one-line JSON result goes to
 our stderr once the command and every process it left behind are gone; it carries CAPTURE_PATH
 zlib-compressed and base64-encoded (sandbox/container/capture.py reads it back). On timeout the
 whole
 process group is killed, and then every other process of this user in the container (a process
 that escaped into a new session included): nothing outlives a command. The same happens when
-the command has written more than WORKSPACE_MB to /workspace (a host folder), measured as the
-drop of free space there.
+the command has written more than WORKSPACE_MB to /workspace (a host folder) or to one of the
+PATHs (the image's writable folders, volumes on the daemon's disk: writable.py), measured as
+the drop of free space on each disk under them. The result says too whether the command hit
+the container's process limit (a thread or process that could not start: the pids cgroup's
+`max` count went up), which a test run that waits for its threads ends in silently otherwise.
 
 It runs once per command, so it starts fast: no subprocess, json or signal modules (together
 about 15 ms of imports), just os, sys, time, select, binascii and zlib (C modules, 0.1 ms).
@@ -54,9 +57,34 @@ def kill_everything(pgid):
             pass
 
 
-def free_bytes():
+def pids_max_hits():
+    """How often a fork or a thread's start failed at the pids limit (cgroup v2, then v1)."""
+    for path in ("/sys/fs/cgroup/pids.events", "/sys/fs/cgroup/pids/pids.events"):
+        try:
+            with open(path) as f:
+                for line in f:
+                    name, _, value = line.partition(" ")
+                    if name == "max":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return -1
+
+
+def disks(paths):
+    """One path per disk under `paths` (the first of each device)."""
+    seen = {}
+    for path in paths:
+        try:
+            seen.setdefault(os.stat(path).st_dev, path)
+        except OSError:
+            continue
+    return list(seen.values())
+
+
+def free_bytes(path):
     try:
-        st = os.statvfs("/workspace")
+        st = os.statvfs(path)
     except OSError:
         return None
     return st.f_bavail * st.f_frsize
@@ -115,9 +143,12 @@ def main():
     capture = sys.argv[2]
     command = sys.argv[3]
     disk_limit = int(sys.argv[4]) * 1024 * 1024 if len(sys.argv) > 4 else None
-    free_at_start = free_bytes() if disk_limit else None
+    watched = disks(["/workspace", *sys.argv[5:]]) if disk_limit else []
+    free_at_start = {path: free_bytes(path) for path in watched}
+    free_at_start = {path: free for path, free in free_at_start.items() if free is not None}
     disk_exceeded = False
     oom_before = oom_kills()
+    pids_before = pids_max_hits()
     read_fd, write_fd = os.pipe()
     start = time.monotonic()
     pid = spawn(command, write_fd, read_fd)
@@ -132,11 +163,13 @@ def main():
             timed_out = True
             kill_everything(pid)
         ready, _, _ = select.select([read_fd], [], [], 0.2 if timed_out else min(remaining, 0.2))
-        if free_at_start is not None and not disk_exceeded:
-            free_now = free_bytes()
-            if free_now is not None and free_at_start - free_now > disk_limit:
-                disk_exceeded = True
-                kill_everything(pid)
+        if free_at_start and not disk_exceeded:
+            for path, free in free_at_start.items():
+                free_now = free_bytes(path)
+                if free_now is not None and free - free_now > disk_limit:
+                    disk_exceeded = True
+                    kill_everything(pid)
+                    break
         if ready:
             data = os.read(read_fd, 65536)
             if not data:
@@ -154,12 +187,15 @@ def main():
         _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     kill_everything(pid)
-    if free_at_start is not None and not disk_exceeded:
+    if free_at_start and not disk_exceeded:
         # On a capped copy (a filesystem of its own) the cap is the disk's end: a command that
         # reached it got "no space left" rather than a kill; say so all the same.
-        free_end = free_bytes()
-        disk_exceeded = free_end is not None and free_end < FULL_BYTES <= free_at_start
+        for path, free in free_at_start.items():
+            free_end = free_bytes(path)
+            if free_end is not None and free_end < FULL_BYTES <= free:
+                disk_exceeded = True
     oom_after = oom_kills()
+    pids_after = pids_max_hits()
     data = over = None
     if capture:
         try:
@@ -169,12 +205,14 @@ def main():
     timed = "true" if timed_out else "false"
     oom = "true" if oom_before >= 0 and oom_after > oom_before else "false"
     over_json = "null" if over is None else f'"{over}"'
+    pids = "true" if pids_before >= 0 and pids_after > pids_before else "false"
     err = sys.stderr.buffer
     err.write(
         f'{{"exit_code": {exit_code(status)}, "duration_s": {duration:.6f}, '
         f'"timed_out": {timed}, "oom_killed": {oom}, '
         f'"capture_over": {over_json}, '
-        f'"disk_exceeded": {"true" if disk_exceeded else "false"}, "capture": '.encode()
+        f'"disk_exceeded": {"true" if disk_exceeded else "false"}, '
+        f'"pids_exceeded": {pids}, "capture": '.encode()
     )
     # In pieces: the capture may be tens of megabytes, and one more copy of it is not needed.
     if data is None:

@@ -55,11 +55,12 @@ _SECURITY = "deb http://deb.debian.org/debian-security bookworm-security main"
 #: suite (1.96). All on the default (bookworm) sandbox image, so the image's C toolchain and
 #: libraries are the sandbox's own.
 SOURCES: tuple[Source, ...] = (
-    Source((1, 63, 0), ("rustc", "cargo"), _BOOKWORM, "Debian bookworm's rustc"),
+    Source((1, 63, 0), ("rustc", "cargo", "rustfmt"), _BOOKWORM, "Debian bookworm's rustc"),
     Source((1, 85, 0), ("rustc-web=1.85.0+dfsg3-1~deb12u3", "cargo-web=1.85.0+dfsg3-1~deb12u3",
-                        "libstd-rust-web-dev=1.85.0+dfsg3-1~deb12u3"), _BOOKWORM,
+                        "libstd-rust-web-dev=1.85.0+dfsg3-1~deb12u3",
+                        "rustfmt-web=1.85.0+dfsg3-1~deb12u3"), _BOOKWORM,
            "Debian bookworm's rustc-web"),
-    Source((1, 96, 0), ("rustc-web", "cargo-web"), _SECURITY,
+    Source((1, 96, 0), ("rustc-web", "cargo-web", "rustfmt-web"), _SECURITY,
            "Debian bookworm-security's rustc-web"),
 )  # fmt: skip
 

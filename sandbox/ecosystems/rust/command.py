@@ -16,8 +16,6 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sandbox.ecosystems.rust.image import seed_command
-
 _SHELL = re.compile(r"[;&|<>`$(){}\\\n]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 #: cargo flags that take the next word as their value.
@@ -121,7 +119,6 @@ def instrumented(
     host = "$(rustc -vV | sed -n 's/^host: //p' | tr 'a-z.-' 'A-Z__')"
     return "; ".join(
         [
-            seed_command(),
             f"mkdir -p {quoted}",
             f"cp {shlex.quote(runner)} {quoted}/runner",
             f"cp {shlex.quote(rustdoc)} {quoted}/rustdoc",

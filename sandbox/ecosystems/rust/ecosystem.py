@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 MARKERS = ("Cargo.toml",)
 TEST_COMMAND = "cargo test --no-fail-fast"
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
-#: The flags of a CI workflow's `cargo test` line that say what is built: kept.
+#: The flags of a CI workflow's `cargo test` line that say what is built: kept. A package
+#: `--exclude`d from the workspace too (thiserror's CI leaves out its no_std member).
 _CI_FLAGS = re.compile(
     r"(--all-features|--no-default-features|--workspace|--all(?=\s|$)|"
-    r"(?:--features|-F)(?:=|\s+)(?:\"[^\"]*\"|'[^']*'|[\w,:/-]+))"
+    r"(?:--features|-F)(?:=|\s+)(?:\"[^\"]*\"|'[^']*'|[\w,:/-]+)|"
+    r"--exclude(?:=|\s+)[\w*?.-]+)"
 )
 #: What cargo or rustc says of a crate the project's environment cannot have.
 #: What the OS says when a write finds the disk full, as rustc, the linker and cargo print it.
@@ -88,7 +90,8 @@ class RustToolchain:
 
 def ci_test_flags(files: RepoFiles) -> list[str]:
     """The flags of the first `cargo test` line of the CI workflows that say what is built
-    (features, the workspace); none where a line names a matrix variable there."""
+    (features, the workspace, the packages it excludes, each `--exclude NAME`); none where a
+    line names a matrix variable there."""
     for name in sorted(files.listed(".github/workflows")):
         if not name.endswith((".yml", ".yaml")):
             continue
@@ -98,8 +101,19 @@ def ci_test_flags(files: RepoFiles) -> list[str]:
                 continue
             rest = f"{line[at + len('cargo test') :]} ".split(" -- ", 1)[0]  # not the tests' args
             flags = [m.group(1) for m in _CI_FLAGS.finditer(rest) if "${{" not in m.group(1)]
-            return ["--workspace" if f == "--all" else f for f in flags]
+            flags = ["--workspace" if f == "--all" else f for f in flags]
+            flags = [_exclude_spaced(f) for f in flags]
+            if any(f.startswith("--exclude") for f in flags) and "--workspace" not in flags:
+                flags.insert(0, "--workspace")  # cargo takes --exclude with it alone
+            return flags
     return []
+
+
+def _exclude_spaced(flag: str) -> str:
+    """`--exclude=NAME` as `--exclude NAME` (one flag of the command's, each once)."""
+    if not flag.startswith("--exclude"):
+        return flag
+    return "--exclude " + re.split(r"[=\s]+", flag, maxsplit=1)[1]
 
 
 class Rust:
@@ -216,13 +230,15 @@ class Rust:
     def environment_problem(self, run: FailedRun, tree: Path, *, setup_said: str) -> str | None:
         """A crate the project's environment cannot have, as cargo or rustc says it: one the
         registry lacks, one not fetched, one no Cargo.toml declares; or a test build that ran
-        out of room on /tmp (a crate with large dependencies: anyhow's are 508 MB)."""
+        out of room (the machine's disk, under cargo's target folder, or /tmp)."""
         texts = [run.result.output, *(text for _, text in run.failure_texts())]
         if _NO_ROOM.search("\n".join(texts)):
             return (
-                "the test build ran out of room: cargo's target folder is on /tmp, a tmpfs of "
-                "[limits] tmp_mb (256 MB unless raised), and the compiled dependencies and test "
-                "binaries need more; raise tmp_mb (and memory_mb, which holds it) in worker.toml"
+                "the test build ran out of room (no space left on device): cargo's target "
+                "folder is the sandbox's own copy on the Docker daemon's disk, and the build's "
+                "temporary files are on /tmp, a tmpfs of [limits] tmp_mb (256 MB unless "
+                "raised); free some of that disk, or raise tmp_mb (and memory_mb, which holds "
+                "it) in worker.toml"
             )
         found: dict[str, str] = {}
         for pattern, said in _MISSING:

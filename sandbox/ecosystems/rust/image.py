@@ -9,16 +9,22 @@ checks that `rustc --version` is the release asked for.
 
 The image's environment is the sandbox's Rust: CARGO_HOME on the image's disk
 (/home/worker/.cargo), so that the registry index and the crates a set-up fetches are
-committed with the set-up image and read by the test runs; CARGO_TARGET_DIR on /tmp, the one
-place a test run under a read-only root may write, filled before each run from what set-up
-compiled (seed_command: the lesson of node_modules, a test build never writes where set-up
-put things); no incremental compilation (its cache is large and a fresh copy gains nothing);
-no colour (the output is read, not looked at).
+committed with the set-up image and read by the test runs; CARGO_TARGET_DIR at TARGET_DIR, on
+the image's disk too, where set-up compiles the dependencies and the commit keeps them, and
+which the image names writable (its label `worker.writable`, sandbox/container/writable.py):
+each test run's container gets its own copy of it on the daemon's disk, made by Docker when the
+container is created, thrown away with the container, bounded by `[limits] workspace_mb` per
+command (the lesson of node_modules: a test build never writes where set-up put things; and
+anyhow's 508 MB of compiled dependencies fit no /tmp tmpfs of the default 256 MB); rustfmt, for
+the tests that check formatting (`cargo fmt -- --check`, once_cell's xtask); no incremental
+compilation (its cache is large and a fresh build gains nothing from it); no colour (the output
+is read, not looked at).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import re
 import tarfile
 from collections.abc import Callable, Mapping
@@ -28,17 +34,15 @@ from typing import IO
 import docker
 
 from sandbox.container.toolchain_image import Fetched, ensure_toolchain_image
+from sandbox.container.writable import LABEL_WRITABLE
 from sandbox.ecosystems.rust.choice import Source, dotted, rust_image_name, source_for
 from sandbox.worktree.workspace import SANDBOX_UID
 
 LABEL_RUST = "worker.rust.version"
 CARGO_HOME = "/home/worker/.cargo"
-TARGET_DIR = "/tmp/cargo-target"
-#: Where set-up compiles the dependencies (the image's disk, so the commit keeps them); a test
-#: run copies it to TARGET_DIR, timestamps kept, so that cargo finds them fresh.
-SETUP_TARGET = "/home/worker/.cargo-target"
-#: Room left on /tmp for the build after the seed is copied there.
-BUILD_ROOM_KB = 200_000
+#: cargo's target folder: set-up compiles the dependencies here (the image's disk, so the commit
+#: keeps them), and each test run's container writes its own copy of it (LABEL_WRITABLE).
+TARGET_DIR = "/home/worker/.cargo-target"
 
 Progress = Callable[[str], None]
 
@@ -59,7 +63,8 @@ RUN set -e; echo '{source.apt_line}' > /etc/apt/sources.list.d/worker-rust.list;
     rm -rf /var/lib/apt/lists/* /etc/apt/sources.list.d/worker-rust.list; \\
     rustc --version; cargo --version; \\
     rustc --version | grep -q '^rustc {line}\\.'; \\
-    mkdir -p {CARGO_HOME} {SETUP_TARGET}; chown -R ${{UID}}:${{UID}} {CARGO_HOME} {SETUP_TARGET}
+    rustfmt --version; \\
+    mkdir -p {CARGO_HOME} {TARGET_DIR}; chown -R ${{UID}}:${{UID}} {CARGO_HOME} {TARGET_DIR}
 ENV CARGO_HOME={CARGO_HOME} \\
     CARGO_TARGET_DIR={TARGET_DIR} \\
     CARGO_INCREMENTAL=0 \\
@@ -67,20 +72,6 @@ ENV CARGO_HOME={CARGO_HOME} \\
     CARGO_TERM_PROGRESS_WHEN=never
 USER ${{UID}}:${{UID}}
 """
-
-
-def seed_command() -> str:
-    """Shell that fills an empty CARGO_TARGET_DIR from set-up's compiled dependencies
-    (SETUP_TARGET), timestamps kept (`cp -a`: cargo judges freshness by them); nothing where
-    set-up compiled none, or where /tmp has not room for them and BUILD_ROOM_KB more (the
-    build then starts cold rather than out of space)."""
-    target = f'"${{CARGO_TARGET_DIR:-{TARGET_DIR}}}"'
-    return (
-        f'if [ ! -e {target} ] && [ -n "$(ls -A {SETUP_TARGET} 2>/dev/null)" ] && '
-        f"[ \"$(df -Pk /tmp | awk 'NR==2{{print $4}}')\" -gt "
-        f'"$(( $(du -sk {SETUP_TARGET} | cut -f1) + {BUILD_ROOM_KB} ))" ]; then '
-        f"cp -a {SETUP_TARGET} {target}; fi"
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +99,8 @@ def ensure_rust_image(
         return labels.get(LABEL_RUST, "").startswith(line + ".")
 
     def fetch() -> Fetched:
-        return {LABEL_RUST: dotted(source.version)}, lambda out: _write_context(out, recipe)
+        labels = {LABEL_RUST: dotted(source.version), LABEL_WRITABLE: json.dumps([TARGET_DIR])}
+        return labels, lambda out: _write_context(out, recipe)
 
     labels, built_s = ensure_toolchain_image(
         client, name=name, version=line, dockerfile=recipe, fits=fits, fetch=fetch,

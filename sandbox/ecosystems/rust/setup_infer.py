@@ -13,8 +13,8 @@ in the committed set-up image; a repository with no lockfile gets the Cargo.lock
 resolves (the newest versions its rust-version builds), written into the tree, kept with the
 image, so that every test run builds the same versions. Then `cargo test --no-run` with the
 test command's own selection (its features and packages) compiles every dependency of every
-test target into SETUP_TARGET, on the image's disk, which each test run copies to its own
-writable CARGO_TARGET_DIR (image.py: seed_command): the agent's first `cargo test` compiles
+test target into cargo's target folder, on the image's disk (image.py: TARGET_DIR), which each
+test run's container gets a writable copy of, its own: the agent's first `cargo test` compiles
 the project's own crates, not its dependencies. A project that does not compile yet still
 sets up (the build's failure is the tests' to report: `|| true` after a fetch that
 succeeded). A project with no dependency needs no set-up.
@@ -43,7 +43,7 @@ import tomllib
 
 from sandbox.ecosystems.rust.choice import DEPENDENCY_TABLES, manifests
 from sandbox.ecosystems.rust.command import CargoTest
-from sandbox.ecosystems.rust.image import SETUP_TARGET
+from sandbox.ecosystems.rust.image import TARGET_DIR
 from sandbox.setup.installer import Installer
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
@@ -57,7 +57,7 @@ RUST_INSTALLER = Installer(
     # resolver v3 does by default (cargo 1.84+; older cargo ignores the variable): the newest
     # trybuild needs Rust 1.88, and thiserror 2.0.19 gets 1.85 (bench/corpus-rust.toml).
     env={
-        "CARGO_TARGET_DIR": SETUP_TARGET,
+        "CARGO_TARGET_DIR": TARGET_DIR,
         "CARGO_NET_RETRY": "3",
         "CARGO_RESOLVER_INCOMPATIBLE_RUST_VERSIONS": "fallback",
     },
