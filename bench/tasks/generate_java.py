@@ -149,9 +149,12 @@ def sources(project: dict, tree: Path) -> list[str]:
     return [f for f in sorted(found) if not is_test_path(f)]
 
 
-def screen(project: dict, tree: Path, box: Project, *, want: int, seed: int) -> list[Mutant]:
-    """Mutants that make some test fail by id (not a compile error, not a hang), one per
-    method, balanced over kinds."""
+def screen(
+    project: dict, tree: Path, box: Project, *, want: int, seed: int, total: int
+) -> list[Mutant]:
+    """Mutants that make some test fail by id (not a compile error, not a hang), every one of
+    the baseline's `total` tests reported (a forked VM that dies part way reports a different
+    part each run), one per method, balanced over kinds."""
     pool: list[Mutant] = []
     for rel in sources(project, tree):
         pool += mutants((tree / rel).read_text(encoding="utf-8"), path=rel)
@@ -176,7 +179,8 @@ def screen(project: dict, tree: Path, box: Project, *, want: int, seed: int) -> 
             target.write_text(original, encoding="utf-8")
         failing = run.failing()
         print(f"  {m.path}:{m.line} {m.kind}: {run.describe()}", flush=True)
-        if run.exit_code not in (0, 124) and failing and len(failing) <= 20:
+        whole = len(run.outcomes) == total
+        if run.exit_code not in (0, 124) and failing and len(failing) <= 20 and whole:
             kept.append(m)
             used.add((m.path, m.function))
     print(f"{project['name']}: {len(kept)} of {tried} mutants tried make a test fail", flush=True)
@@ -286,7 +290,9 @@ def main() -> int:
         print(f"{project['name']}: baseline {base.describe()}", flush=True)
         if base.problem or base.exit_code != 0 or base.failing():
             raise SystemExit(f"{project['name']}: tests fail before any bug: {box.log_path}")
-        kept = screen(project, tree, box, want=args.per_project, seed=args.seed)
+        kept = screen(
+            project, tree, box, want=args.per_project, seed=args.seed, total=len(base.outcomes)
+        )
         for m in kept:
             built = build_task(project, tree, m, cache, box)
             if built is not None:
