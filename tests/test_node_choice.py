@@ -142,6 +142,21 @@ def test_a_ci_matrix_gives_its_newest_lts_line():
     assert pick_node(pins, AVAILABLE).version == "20.19.1"  # 22 is not in the matrix
 
 
+def test_a_ci_matrix_older_than_any_release_gets_the_nearest_line_not_the_newest():
+    # CI tests 10, 12 and 14, engines.node says >=6: the oldest LTS line here is nearest to
+    # what CI runs (a loader that breaks on new Node breaks less there), said with CI's pin.
+    pins = NodePins(
+        engines=">=6",
+        pins=tuple(Pin(source="ci.yml", text=t, spec=t) for t in ("10", "12", "14")),
+    )
+    choice = pick_node(pins, AVAILABLE)
+    assert choice.version == "18.20.8"
+    assert choice.why == "the nearest to ci.yml 14, which is older than any release here"
+    assert choice.passed_over == ("ci.yml 10", "ci.yml 12", "ci.yml 14")
+    newer = NodePins(engines=">=20", pins=pins.pins)  # engines refuses 18: its oldest line
+    assert pick_node(newer, AVAILABLE).version == "20.19.1"
+
+
 def test_lts_words_and_nothing_said_give_the_newest_lts():
     said = NodePins(pins=(Pin(source=".nvmrc", text="lts/*", spec=None),))
     assert pick_node(said, AVAILABLE).version == "22.12.0"

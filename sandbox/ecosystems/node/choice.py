@@ -5,7 +5,10 @@
 In order: the first file whose pins name a release the registry has and `engines.node` accepts
 (`.nvmrc`, `.node-version`, `.tool-versions`, `volta.node`, then the CI workflows; an exact
 version is taken as written, a line or a range as its newest release; within one file, a CI
-matrix, the newest LTS line among them); else the newest release `engines.node` accepts (on an
+matrix, the newest LTS line among them); else, where the pins name only lines older than any
+release here (a CI matrix of 10, 12, 14; the registry's `node` package starts at 16), the
+oldest LTS line here that `engines.node` accepts, nearest to what CI tests, rather than the
+newest; else the newest release `engines.node` accepts (on an
 LTS line when one is accepted); else, with no `engines.node`, the newest LTS. When
 `engines.node` accepts nothing the registry has: `WrongNode` (exit 6), naming what was asked
 and what exists.
@@ -108,6 +111,9 @@ def pick_node(pins: NodePins, available: Sequence[Version]) -> NodeChoice:
             version, why = max(found, key=lambda f: (f[0][0] in lts, f[0]))
             return _choice(version, why, there, pins, passed_over)
         passed_over += [p.describe() for p in here]
+    if (nearest := _nearest_to_older(pins, there, ok, lts)) is not None:
+        version, why = nearest
+        return _choice(version, why, there, pins, passed_over)
     if pins.engines and engines is not None:
         if not ok:
             raise WrongNode(
@@ -119,6 +125,26 @@ def pick_node(pins: NodePins, available: Sequence[Version]) -> NodeChoice:
     line = max(lts, default=there[-1][0])
     why = "the newest LTS" if line in lts else "the newest release"
     return _choice(max(v for v in there if v[0] == line), why, there, pins, passed_over)
+
+
+def _nearest_to_older(
+    pins: NodePins, there: list[Version], ok: list[Version], lts: set[int]
+) -> tuple[Version, str] | None:
+    """Where the pins name only lines older than any release here (a CI matrix of 10, 12 and
+    14), the release nearest the newest of them: the oldest line here that engines.node
+    accepts (an LTS one when there is), at its newest release. None when no pin is older."""
+    older = []
+    for pin in pins.pins:
+        major = pin.spec.split(".", 1)[0] if pin.spec else ""
+        if major.isdigit() and ok and int(major) < there[0][0]:
+            older.append((int(major), pin))
+    if not older:
+        return None
+    _major, pin = max(older, key=lambda o: o[0])
+    lines = sorted({v[0] for v in ok})
+    line = next((n for n in lines if n in lts), lines[0])
+    version = max(v for v in ok if v[0] == line)
+    return version, f"the nearest to {pin.describe()}, which is older than any release here"
 
 
 def _choice(
