@@ -327,7 +327,7 @@ def test_uv_lock_exports_the_groups_and_extras_that_exist(tmp_path: Path) -> Non
     )
     assert plan.tool is not None and plan.tool.home == tool
     assert plan.tool.install == (
-        f"mkdir -p /opt/worker-deps/tools && python -m venv {tool} && "
+        f"python -m venv {tool} && "
         f"{tool}/bin/python -m pip install --no-cache-dir uv==0.13.9 && {tool}/bin/uv --version"
     )
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from sandbox.ecosystems.python.installer import PIP
 from sandbox.ecosystems.python.pins import python_satisfies
-from sandbox.setup.tool import TOOLS_DIR, SetupTool
+from sandbox.setup.tool import SetupTool
 
 DEFAULTS = {"uv": "0.13.9", "poetry": "2.5.1", "pdm": "2.29.3"}
 #: What pip installs beside each tool, at its default version; `{}`: the tool's requirement.
@@ -61,7 +61,7 @@ def lock_tool(
     tool = SetupTool(name=name, version=version, why=why, install="", installer=TOOL_INSTALLER)
     home = shlex.quote(tool.home)
     install = (
-        f"mkdir -p {TOOLS_DIR} && python -m venv {home} && "
+        f"python -m venv {home} && "  # venv makes the folders above it
         f"{home}/bin/python -m pip install --no-cache-dir {shlex.join(wanted)} && "
         f"{home}/bin/{name} --version"
     )
