@@ -21,7 +21,8 @@ from sandbox.ecosystems.base import Toolchain
 from sandbox.errors import SandboxError
 from sandbox.on_thread import OnThread
 from sandbox.session import Backend, BoxSpec, SandboxSession
-from sandbox.setup.cache import SetupResult, SetupSpec, prepare_setup_image
+from sandbox.setup.cache import SetupResult, SetupSpec
+from sandbox.setup.tool_layer import prepare_setup
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +93,7 @@ def prepare(
             isolation=isolation,
             client=None,
             image="",
-            pending_setup=setup.command if setup else None,
+            pending_setup=_in_place(setup),
             secrets=secrets,
         )
     if isolation.weakened():
@@ -120,7 +121,7 @@ def prepare(
         before_setup(client, name)
     done = None
     if setup is not None:
-        done = prepare_setup_image(
+        done = prepare_setup(
             client,
             base_image=name,
             spec=setup,
@@ -139,6 +140,14 @@ def prepare(
         image_built_s=built_s,
         secrets=secrets,
     )
+
+
+def _in_place(setup: SetupSpec | None) -> str | None:
+    """The set-up the local backend runs in its session: with no image to layer on, a tool it
+    needs is installed first, in a throwaway folder."""
+    if setup is None or setup.tool is None:
+        return setup.command if setup else None
+    return setup.tool.inline(setup.command, home="/tmp/worker-lock-tool")
 
 
 def run_pending_setup(prepared: Prepared, session: SandboxSession, *, timeout_s: float) -> None:

@@ -309,21 +309,26 @@ def test_uv_lock_exports_the_groups_and_extras_that_exist(tmp_path: Path) -> Non
         '[dependency-groups]\ndev = ["z"]\nlint = ["ruff"]\n'
     )
     plan = infer_setup(write(tmp_path, {"pyproject.toml": pyproject, "uv.lock": "version = 1\n"}))
-    tool = "/tmp/worker-lock-tool"
+    # The tool comes from its layer: the project's command only runs it.
+    tool = "/opt/worker-deps/tools/uv-0.13.9"
     locked = (
-        f"python -m venv {tool} && {tool}/bin/python -m pip install --no-cache-dir uv && "
         f"{tool}/bin/uv export --frozen --no-hashes --no-emit-project --format requirements.txt "
         "--group dev --extra test -o /tmp/worker-lock-requirements.txt && "
-        f"rm -rf {tool} && python -m pip install -r /tmp/worker-lock-requirements.txt && "
+        "python -m pip install -r /tmp/worker-lock-requirements.txt && "
         "python -m pip install --no-deps -e ."
     )
-    assert plan.command == f"( {locked} ) || ( rm -rf {tool}; {PIP} -e . z )"
+    assert plan.command == f"( {locked} ) || ( {PIP} -e . z )"
     assert plan.sources[0] == "uv.lock dev, [test]"
     assert plan.notes == ()
     assert plan.describe() == (
-        "inferred set-up: installs the uv.lock dev, [test] locked groups (uv export, then pip; "
-        "should that fail, pyproject.toml [build-system] and "
-        "pyproject.toml [dependency-groups] dev with pip)"
+        "inferred set-up: installs the uv.lock dev, [test] locked groups (exported by uv 0.13.9, "
+        "the pinned default, from its cached layer; then pip; should that fail, "
+        "pyproject.toml [build-system] and pyproject.toml [dependency-groups] dev with pip)"
+    )
+    assert plan.tool is not None and plan.tool.home == tool
+    assert plan.tool.install == (
+        f"python -m venv {tool} && "
+        f"{tool}/bin/python -m pip install --no-cache-dir uv==0.13.9 && {tool}/bin/uv --version"
     )
 
 
@@ -334,18 +339,63 @@ def test_poetry_lock_asks_only_for_groups_the_project_has(tmp_path: Path) -> Non
         '[tool.poetry.dev-dependencies]\nblack = "*"\n' + BUILD
     )
     write(tmp_path, {"pyproject.toml": pyproject, "poetry.lock": ""})
-    command = str(infer_setup(tmp_path).command)
-    assert "poetry poetry-plugin-export" in command
-    assert (
-        "poetry export --without-hashes -f requirements.txt --with test --with dev -o " in command
+    plan = infer_setup(tmp_path)
+    assert plan.tool is not None
+    assert "poetry==2.5.1 poetry-plugin-export==1.10.1" in plan.tool.install
+    assert "poetry export --without-hashes -f requirements.txt --with test --with dev -o " in str(
+        plan.command
     )
 
 
 def test_pdm_lock_without_test_groups_exports_production_only(tmp_path: Path) -> None:
     pyproject = '[project]\nname = "p"\n[dependency-groups]\nlint = ["ruff"]\n'
     plan = infer_setup(write(tmp_path, {"pyproject.toml": pyproject, "pdm.lock": ""}))
-    assert "'pdm[locked]'" in str(plan.command)
+    assert plan.tool is not None and "'pdm[locked]==2.29.3'" in plan.tool.install
     assert "pdm export --without-hashes -f requirements --prod -o " in str(plan.command)
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        # What the project pins wins where the default does not meet it...
+        (
+            {"pyproject.toml": '[tool.poetry]\nrequires-poetry = "2.4.1"\n'},
+            "poetry 2.4.1 (pyproject.toml's requires-poetry 2.4.1)",
+        ),
+        (
+            {"pyproject.toml": '[tool.poetry]\nrequires-poetry = "^1.8"\n'},
+            "poetry >=1.8,<2 (the newest within pyproject.toml's requires-poetry ^1.8)",
+        ),
+        # ...the pinned default where it meets it, or where nothing is said.
+        (
+            {"pyproject.toml": '[tool.poetry]\nrequires-poetry = ">=2.0"\n'},
+            "poetry 2.5.1 (the pinned default, within pyproject.toml's requires-poetry >=2.0)",
+        ),
+        ({"pyproject.toml": "[tool.poetry]\n"}, "poetry 2.5.1 (the pinned default)"),
+        # uv.toml's setting before pyproject.toml's, as uv reads them.
+        (
+            {
+                "pyproject.toml": '[tool.uv]\nrequired-version = ">=0.14"\n',
+                "uv.toml": 'required-version = "==0.9.2"\n',
+            },
+            "uv 0.9.2 (uv.toml's required-version ==0.9.2)",
+        ),
+        (
+            {"pyproject.toml": '[tool.uv]\nrequired-version = ">=1 || <0.5"\n'},
+            "uv 0.13.9 (the pinned default; pyproject.toml's [tool.uv] required-version "
+            ">=1 || <0.5 not understood)",
+        ),
+    ],
+)
+def test_the_lock_tools_version_is_what_the_project_asks_for(
+    tmp_path: Path, files: dict[str, str], said: str
+) -> None:
+    lock = "poetry.lock" if "poetry" in files["pyproject.toml"] else "uv.lock"
+    plan = infer_setup(write(tmp_path, {**files, lock: ""}))
+    assert plan.tool is not None and plan.tool.describe() == said
+    assert f"/opt/worker-deps/tools/{plan.tool.name}-{plan.tool.slug}/bin/" in str(plan.command)
+    if plan.tool.version == "2.4.1":
+        assert "poetry==2.4.1 poetry-plugin-export &&" in plan.tool.install
 
 
 def test_a_lock_whose_pyproject_is_unreadable_is_not_used(tmp_path: Path) -> None:

@@ -53,6 +53,7 @@ from sandbox.setup.network import (
     plan_network,
 )
 from sandbox.setup.secret_scan import SecretFound, find_secret
+from sandbox.setup.tool import SetupTool
 from sandbox.setup.tree import added_files, ensure_on_host, manifest, store
 from sandbox.setup.tree_dirs import LINKS_LABEL, find_tree_dirs, make_deps_dir, move_tree_dirs
 from sandbox.worktree.workspace import SANDBOX_UID, make_run_dir, remove_dir, snapshot
@@ -90,6 +91,8 @@ class SetupSpec:
     env_names: tuple[str, ...] = ()  # read from os.environ at run time, passed to set-up only
     timeout_s: float = 900.0
     installer: Installer = PLAIN  # the registry hosts, variables and folders of its ecosystem
+    #: The tool the command runs, from its cached layer (sandbox/setup/tool_layer.py).
+    tool: SetupTool | None = None
 
     def __post_init__(self) -> None:
         bad = [n for n in self.env_names if not _NAME.match(n)]

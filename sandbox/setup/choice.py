@@ -75,6 +75,7 @@ class SetupChoice:
             "requires_python": plan.requires_python if plan else None,
             "timeout_s": spec.timeout_s if spec else None,
             "ci_services": list(self.services),
+            "tool": spec.tool.describe() if spec and spec.tool else None,
         }
 
 
@@ -92,19 +93,20 @@ def choose_setup(
     else:
         plan = ecosystem.infer_setup(repo) if config.setup_infer else None
 
-    def spec(command: str) -> SetupSpec:
+    def spec(command: str, *, inferred: bool) -> SetupSpec:
         return SetupSpec(
             command=command,
             network=config.setup_network,
             env_names=config.setup_env,
             timeout_s=config.setup_timeout_s,
             installer=_installer(repo, plan, ecosystem),
+            tool=plan.tool if plan is not None and inferred else None,  # a given one names none
         )
 
     services = ci_services(repo)
 
     def choice(source: Source, command: str | None, plan: SetupPlan | None) -> SetupChoice:
-        made = None if command is None else spec(command)
+        made = None if command is None else spec(command, inferred=source == "inferred")
         return SetupChoice(
             source=source, spec=made, plan=plan, ecosystem=ecosystem, services=services
         )

@@ -84,6 +84,8 @@ class Installer:
     from_checkout: Callable[[Path], FromCheckout | None] | None = None
     #: Whether the key takes the installer's own fields (a pip key predates them, and stays).
     keyed_by_fields: bool = True
+    #: Whether the command writes under DEPS_DIR of its own accord (a tool layer's install).
+    writes_deps_dir: bool = False
 
     def key_parts(self) -> tuple[str, ...]:
         """What the cache key adds for this installer's fields (see `keyed_by_fields`)."""
@@ -98,7 +100,8 @@ class Installer:
     def needs_deps_dir(self) -> bool:
         """Whether set-up writes under DEPS_DIR (made writable for it before it runs)."""
         inside = (*self.env.values(), *self.image_env.values())
-        return bool(self.tree_dirs) or any(v.startswith(DEPS_DIR) for v in inside)
+        writes = self.writes_deps_dir or bool(self.tree_dirs)
+        return writes or any(v.startswith(DEPS_DIR) for v in inside)
 
 
 #: A given set-up command's where no language package knows the repository: no registry is

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sandbox.setup.installer import PLAIN, Installer
+from sandbox.setup.tool import SetupTool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,6 +22,9 @@ class SetupPlan:
     summary: str | None = None
     #: The registry hosts, variables and tree folders of the installer the command runs.
     installer: Installer = PLAIN
+    #: A tool the command runs before the project's install (poetry, pdm, uv): installed once,
+    #: into a cached layer the set-up starts from (sandbox/setup/tool.py).
+    tool: SetupTool | None = None
 
     def describe(self) -> str:
         """One line for the user (the whole command is in report.json)."""

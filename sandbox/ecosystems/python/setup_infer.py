@@ -24,13 +24,7 @@ from sandbox.ecosystems.python.ci_build import ci_build_steps
 from sandbox.ecosystems.python.ci_install import ci_requirements
 from sandbox.ecosystems.python.installer import PIP as PIP_INSTALLER
 from sandbox.ecosystems.python.nox_session import nox_test_session
-from sandbox.ecosystems.python.setup_locks import (
-    TOOL_VENV,
-    lock_plan,
-    normalize,
-    table,
-    wanted_names,
-)
+from sandbox.ecosystems.python.setup_locks import lock_plan, normalize, table, wanted_names
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles, requires_python
 
@@ -285,16 +279,23 @@ def infer_setup(repo: Path) -> SetupPlan:
 
     lock = None
     if pyproject is not None:
-        lock = lock_plan(root=tree.root, pyproject=pyproject, installable=bool(installable_from))
+        installable = bool(installable_from)
+        uv_toml = tree.toml("uv.toml")
+        lock = lock_plan(
+            root=tree.root, pyproject=pyproject, installable=installable, uv_toml=uv_toml
+        )
     locks = [n for n in ("uv.lock", "poetry.lock", "pdm.lock") if tree.exists(n)]
     if lock is None and locks:
         tree.notes.append(f"{locks[0]}: not used (no readable pyproject.toml beside it)")
     summary = None
     if lock is not None:
-        tool = lock.source.split(".", 1)[0]
         also = f"; should that fail, {' and '.join(sources)} with pip" if command else ""
-        summary = f"installs the {lock.source} locked groups ({tool} export, then pip{also})"
-        fallback = f" || ( rm -rf {TOOL_VENV}; {command} )" if command else ""
+        tool = lock.tool
+        summary = (
+            f"installs the {lock.source} locked groups (exported by {tool.name} {tool.version}, "
+            f"{tool.why}, from its cached layer; then pip{also})"
+        )
+        fallback = f" || ( {command} )" if command else ""
         command = f"( {lock.command} ){fallback}" if fallback else lock.command
         sources.insert(0, lock.source)
     build = ci_build_steps(tree)
@@ -335,6 +336,7 @@ def infer_setup(repo: Path) -> SetupPlan:
         requires_python=requires_python(pyproject, cfg),
         summary=summary,
         installer=PIP_INSTALLER,
+        tool=lock.tool if lock is not None else None,
     )
 
 

@@ -2,15 +2,13 @@
 
 A lock file wins over unpinned sources: its tool exports the pinned requirements (the test and dev
 groups and extras that exist, never the project itself) and pip installs them; the project then
-goes in editable with `--no-deps`. The tool lives in a throwaway venv under /tmp (a tmpfs, never
-committed into the set-up image), so neither it nor its own dependencies end up in the
-environment the tests run in.
+goes in editable with `--no-deps`. The tool comes from its cached layer (lock_tools.py,
+sandbox/setup/tool_layer.py), a venv of its own, so neither it nor its own dependencies end up
+in the environment the tests run in, and a project's set-up installs only the project's own.
 
-Verified by hand (2026, Python 3.11) on small projects locked with each tool: uv 0.13.9;
-poetry 2.5.1 with poetry-plugin-export 1.10.1; pdm 2.29.3 from `pdm[locked]` (the unpinned latest,
-2.29.4, failed on import with hishel 2.0.0). `uv export` and `poetry export` refuse a group or
-extra that does not exist, hence only the ones the pyproject names are asked for; `pdm export`
-exports every locked group unless told otherwise, hence `--prod` when no test group exists.
+`uv export` and `poetry export` refuse a group or extra that does not exist, hence only the ones
+the pyproject names are asked for; `pdm export` exports every locked group unless told
+otherwise, hence `--prod` when no test group exists.
 """
 
 from __future__ import annotations
@@ -22,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.python.lock_tools import lock_tool
+from sandbox.setup.tool import SetupTool
+
 TEST_NAMES = ("test", "tests", "testing", "dev")
-TOOL_VENV = "/tmp/worker-lock-tool"
 LOCKED_REQUIREMENTS = "/tmp/worker-lock-requirements.txt"
 
 
@@ -33,6 +33,7 @@ class LockPlan:
 
     command: str
     source: str
+    tool: SetupTool
 
 
 def normalize(name: str) -> str:
@@ -54,8 +55,15 @@ def wanted_names(*names: object) -> list[str]:
     return [by_norm[t] for t in TEST_NAMES if t in by_norm]
 
 
-def lock_plan(*, root: Path, pyproject: Mapping[str, Any], installable: bool) -> LockPlan | None:
-    """The pinned set-up for the first of uv.lock, poetry.lock, pdm.lock present, else None."""
+def lock_plan(
+    *,
+    root: Path,
+    pyproject: Mapping[str, Any],
+    installable: bool,
+    uv_toml: Mapping[str, Any] | None = None,
+) -> LockPlan | None:
+    """The pinned set-up for the first of uv.lock, poetry.lock, pdm.lock present, else None
+    (`uv_toml`: the root's uv.toml, where uv's required version may be)."""
     groups_735 = table(pyproject, "dependency-groups")
     extras_621 = table(pyproject, "project", "optional-dependencies")
     for lock in ("uv.lock", "poetry.lock", "pdm.lock"):
@@ -64,7 +72,7 @@ def lock_plan(*, root: Path, pyproject: Mapping[str, Any], installable: bool) ->
             continue
         if lock == "uv.lock":
             groups, extras = wanted_names(*groups_735), wanted_names(*extras_621)
-            tool = "uv"
+            name = "uv"
             export = "uv export --frozen --no-hashes --no-emit-project --format requirements.txt"
             flags = [*(f"--group {shlex.quote(g)}" for g in groups)]
             flags += [f"--extra {shlex.quote(e)}" for e in extras]
@@ -73,7 +81,7 @@ def lock_plan(*, root: Path, pyproject: Mapping[str, Any], installable: bool) ->
             legacy_dev = ["dev"] if "dev-dependencies" in poetry else []
             groups = wanted_names(*table(poetry, "group"), *groups_735, *legacy_dev)
             extras = wanted_names(*table(poetry, "extras"), *extras_621)
-            tool = "poetry poetry-plugin-export"
+            name = "poetry"
             export = "poetry export --without-hashes -f requirements.txt"
             flags = [f"--with {shlex.quote(g)}" for g in groups]
             flags += [f"--extras {shlex.quote(e)}" for e in extras]
@@ -81,18 +89,17 @@ def lock_plan(*, root: Path, pyproject: Mapping[str, Any], installable: bool) ->
             pdm_dev = table(pyproject, "tool", "pdm", "dev-dependencies")
             groups = wanted_names(*groups_735, *pdm_dev, *extras_621)
             extras = []
-            tool = "'pdm[locked]'"
+            name = "pdm"
             export = "pdm export --without-hashes -f requirements"
             flags = [f"-G {shlex.quote(g)}" for g in groups] or ["--prod"]
+        tool = lock_tool(name, pyproject, uv_toml)
         steps = [
-            f"python -m venv {TOOL_VENV}",
-            f"{TOOL_VENV}/bin/python -m pip install --no-cache-dir {tool}",
-            f"{TOOL_VENV}/bin/{' '.join([export, *flags])} -o {LOCKED_REQUIREMENTS}",
-            f"rm -rf {TOOL_VENV}",
+            f"{shlex.quote(tool.home)}/bin/{' '.join([export, *flags])} -o {LOCKED_REQUIREMENTS}",
             f"python -m pip install -r {LOCKED_REQUIREMENTS}",
         ]
         if installable:
             steps.append("python -m pip install --no-deps -e .")
         named = ", ".join([*groups, *(f"[{e}]" for e in extras)])
-        return LockPlan(command=" && ".join(steps), source=f"{lock} {named}".strip())
+        source = f"{lock} {named}".strip()
+        return LockPlan(command=" && ".join(steps), source=source, tool=tool)
     return None
