@@ -16,8 +16,9 @@ from sandbox.ecosystems.rust.cireport import has_rust_test, read_rust_ci_report
 from sandbox.ecosystems.rust.ecosystem import RUST
 from sandbox.ecosystems.rust.errors import WrongRust
 from sandbox.ecosystems.rust.guard import weakened_tests
-from sandbox.ecosystems.rust.places import frames
+from sandbox.ecosystems.rust.places import failure_places, frames
 from sandbox.ecosystems.rust.report import parse_cargo_report
+from sandbox.testrun.junit import TestFailure
 from tests.rust_projects import CRATE, LIB, WORKSPACE
 
 
@@ -195,6 +196,30 @@ def test_panics_and_backtraces_name_the_places():
             "             at ./src/lib.rs:11:5\n"
             "   at /usr/src/rustc-1.96.0/library/core/src/x.rs:1")  # fmt: skip
     assert list(frames(text)) == [("src/lib.rs", 42), ("src/lib.rs", 11)]
+
+
+def test_a_doc_test_s_own_lines_are_not_the_file_s(tmp_path):
+    # rustdoc counts a doc-test's panic in the example's own program ("src/lib.rs:3:1" here is
+    # its third line, not the file's): no suspect; a frame of the crate's code it called is.
+    lib = "".join(f"fn f{n}() -> u8 {{\n    {n}\n}}\n" for n in range(20))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "lib.rs").write_text(lib)
+    text = (
+        "thread 'main' (9) panicked at src/lib.rs:3:1:\nassertion failed\n"
+        "   2: rust_out::main\n             at ./src/lib.rs:5:1\n"
+        "   3: demo::f7\n             at ./src/lib.rs:23:5\n"
+    )
+    doc = TestFailure(
+        test_id="src/lib.rs::f7 (line 20)", kind="failure", message="", traceback=text
+    )
+    unit = TestFailure(test_id="demo::tests::t", kind="failure", message="", traceback=text)
+    places, _ = failure_places([doc, unit], workspace=tmp_path, allowed=lambda _p: True)
+    assert [(p.path, p.line) for p in places[0]] == [("src/lib.rs", 23)]
+    assert [(p.path, p.line) for p in places[1]] == [
+        ("src/lib.rs", 3),
+        ("src/lib.rs", 5),
+        ("src/lib.rs", 23),
+    ]
 
 
 @pytest.mark.parametrize(

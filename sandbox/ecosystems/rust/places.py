@@ -9,7 +9,9 @@ repository's (a member's: `core/src/lib.rs`). The places in the project's own wr
 suspects, innermost first; a line of a `#[cfg(test)]` module or a `#[test]` function is the
 test's own, not a suspect. A test whose assertion failed in the test itself names only the
 test's line: the first message's definitions (grounding.py: what the test calls) show where to
-look.
+look. A doc-test's own lines are not the file's: rustdoc compiles the example as a program of
+its own (`rust_out`), so its panic's `src/lib.rs:9:1` counts lines of that program, not of the
+file; those are dropped, and a doc-test names only the crate's frames its backtrace has.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ from sandbox.worktree.repo_files import RepoFiles
 MAX_FAILURES = 50  # failing tests whose texts are read
 #: `src/lib.rs:42:9` after `panicked at `, `at `, `--> ` or alone.
 _FRAME = re.compile(r"(?<![\w/.-])(?:\./)?((?:[\w.-]+/)*[\w.-]+\.rs):(\d+)(?::(\d+))?")
+#: A doc-test's id (`src/lib.rs::Type::method (line 684)`), and what in its text counts the
+#: example's own lines: the panic's place, and a backtrace frame of rustdoc's `rust_out` crate.
+_DOC_TEST = re.compile(r".+\.rs::.* \(line \d+\)")
+_DOC_OWN = re.compile(
+    r"panicked at (?:\./)?[\w./-]+\.rs:\d+(?::\d+)?|rust_out::[^\n]*\n\s*at [^\n]*"
+)
 
 
 def frames(text: str) -> Iterator[tuple[str, int]]:
@@ -50,7 +58,10 @@ def failure_places(
         depth = 0
         counted: set[tuple[str, int]] = set()
         places: list[Place] = []
-        for path, line in frames(f"{failure.message}\n{failure.traceback}"):
+        text = f"{failure.message}\n{failure.traceback}"
+        if _DOC_TEST.fullmatch(failure.test_id):
+            text = _DOC_OWN.sub("", text)
+        for path, line in frames(text):
             if not allowed(path) or (path, line) in counted:
                 continue
             if path not in texts_of:
