@@ -52,7 +52,7 @@ def test_each_go_mutant_changes_one_line_of_a_function_and_still_parses():
     }  # fmt: skip
     for m in found:
         assert changed_lines(GO, m) == [(m.old, m.new)]
-        assert mutate_go._parses(m.apply(GO))
+        assert load("mutate_ts").parses(mutate_go._parser(), m.apply(GO))
     news = {m.new.strip() for m in found}
     assert "if v <= lo {" in news and "if !(v < lo) {" in news
     assert "if v > hi || hi != 0 {" in news and "return v - 0" in news and "return v + 1" in news

@@ -85,7 +85,7 @@ def test_each_rust_mutant_changes_one_line_of_a_function_and_still_parses():
     }  # fmt: skip
     for m in found:
         assert changed_lines(RUST, m) == [(m.old, m.new)]
-        assert mutate_rust._parses(m.apply(RUST))
+        assert load("mutate_ts").parses(mutate_rust._parser(), m.apply(RUST))
     news = {m.new.strip() for m in found}
     assert "if v <= lo {" in news and "if !(v < lo) {" in news
     assert "if v > hi || hi != 0 {" in news and "v - 0usize as i64" in news

@@ -104,6 +104,16 @@ def commit_tree(tree: Path, message: str) -> None:
         subprocess.run(["git", "-C", str(tree), *args], check=True, env=env)
 
 
+def reference_fix(buggy: str, fixed: str, *, path: str) -> str:
+    """The diff that takes a file from `buggy` back to `fixed`: a task's reference fix."""
+    return "".join(
+        difflib.unified_diff(
+            buggy.splitlines(keepends=True), fixed.splitlines(keepends=True),
+            fromfile=f"a/{path}", tofile=f"b/{path}",
+        )
+    )  # fmt: skip
+
+
 def project_image(project: dict, tree: Path, client) -> str:
     """The image the project's tests run on: the sandbox image, or for `"setup": "inferred"`
     the set-up worker infers from the project's files, built once (then found cached), with
@@ -214,12 +224,7 @@ def build_task(
     fixed = (tree / m.path).read_text(encoding="utf-8")
     target.write_text(buggy, encoding="utf-8")
     commit_tree(repo, "the task")
-    reference = "".join(
-        difflib.unified_diff(
-            buggy.splitlines(keepends=True), fixed.splitlines(keepends=True),
-            fromfile=f"a/{m.path}", tofile=f"b/{m.path}",
-        )
-    )  # fmt: skip
+    reference = reference_fix(buggy, fixed, path=m.path)
     work = Path(tempfile.mkdtemp(prefix="worker-tasks-"))
     spec = BoxSpec(client=client, image=image, limits=LIMITS)
     try:

@@ -21,16 +21,14 @@ Test sources (src/test/, any `test` folder) are refused: `mutants` raises ValueE
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 
 import tree_sitter_java
 from mutate import Mutant  # type: ignore[import-not-found]
+from mutate_ts import Edit, expressions, negate, plant, swap_operator, text, walk
 from tree_sitter import Language, Node, Parser
 
-COMPARE = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "=="}
-BINOP = {"+": "-", "-": "+"}
-BOOLOP = {"&&": "||", "||": "&&"}
 FUNCTIONS = {"method_declaration", "constructor_declaration"}
 STRINGS = {"string_literal", "character_literal", "line_comment", "block_comment"}
 TYPES = {
@@ -40,8 +38,6 @@ TYPES = {
 }  # fmt: skip
 INTEGERS = {"decimal_integer_literal"}
 _TEST_PATH = re.compile(r"(^|/)src/test/|(^|/)tests?/")
-
-Edit = tuple[str, int, int, int, str]  # kind, line (1-based), start byte, end byte, replacement
 
 
 def is_test_path(path: str) -> bool:
@@ -63,121 +59,45 @@ def mutants(source: str, *, path: str) -> list[Mutant]:
     in file order."""
     if is_test_path(path):
         raise ValueError(f"{path} is a test file: never mutated")
-    data = source.encode()
-    tree = _parser().parse(data)
-    lines = source.splitlines()
-    starts = _line_starts(data)
-    found: dict[tuple[int, str], Mutant] = {}
-    for func in _walk(tree.root_node):
-        if func.type not in FUNCTIONS:
-            continue
-        body = func.child_by_field_name("body")
-        if body is None:
-            continue
-        name = _name(func, data)
-        for kind, line, start, end, text in _edits(body, data):
-            old = lines[line - 1]
-            raw = old.encode()
-            column, stop = start - starts[line - 1], end - starts[line - 1]
-            new = (raw[:column] + text.encode() + raw[stop:]).decode()
-            if new == old or (line, new) in found:
-                continue
-            m = Mutant(path=path, line=line, old=old, new=new, kind=kind, function=name)
-            if _parses(m.apply(source)):
-                found[(line, new)] = m
-    return sorted(found.values(), key=lambda m: (m.line, m.kind, m.new))
+    return plant(source, path=path, parser=_parser(), functions=_functions, edits=_edits,
+                 name=_name)  # fmt: skip
+
+
+def _functions(root: Node, data: bytes) -> Iterable[Node]:
+    """Every method and constructor, those of nested and anonymous classes too."""
+    return (node for node in walk(root) if node.type in FUNCTIONS)
 
 
 def _edits(body: Node, data: bytes) -> Iterator[Edit]:
-    for node in _expressions(body):
+    for node in expressions(body, skip=STRINGS | TYPES):
         row = node.start_point.row + 1
+        edit: Edit | None = None
         if node.type == "binary_expression":
-            op = node.child_by_field_name("operator")
-            if op is None or op.start_point.row != op.end_point.row:
-                continue
-            symbol = _text(op, data)
-            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-            if symbol in COMPARE:
-                yield ("compare", op.start_point.row + 1, op.start_byte, op.end_byte,
-                       COMPARE[symbol])  # fmt: skip
-            elif symbol in BINOP and not any(_stringy(side) for side in (left, right)):
-                yield ("binop", op.start_point.row + 1, op.start_byte, op.end_byte,
-                       BINOP[symbol])  # fmt: skip
-            elif symbol in BOOLOP:
-                yield ("boolop", op.start_point.row + 1, op.start_byte, op.end_byte,
-                       BOOLOP[symbol])  # fmt: skip
-        elif node.type in INTEGERS and _text(node, data) in ("0", "1", "2"):
-            yield ("off_by_one", row, node.start_byte, node.end_byte,
-                   str(int(_text(node, data)) + 1))  # fmt: skip
+            edit = swap_operator(node, data, strings={"string_literal", "character_literal"})
+        elif node.type in INTEGERS and text(node, data) in ("0", "1", "2"):
+            edit = ("off_by_one", row, node.start_byte, node.end_byte,
+                    str(int(text(node, data)) + 1))  # fmt: skip
         elif node.type == "if_statement":
-            test = node.child_by_field_name("condition")
-            if test is None or test.start_point.row != test.end_point.row:
-                continue
-            inner = test.named_children[0] if test.named_children else None
-            if inner is None:
-                continue
-            text = _text(inner, data)
-            if inner.type == "unary_expression" and text.startswith("!"):
-                operand = inner.child_by_field_name("operand")
-                if operand is not None and operand.type == "parenthesized_expression":
-                    operand = operand.named_children[0] if operand.named_children else None
-                if operand is not None:
-                    yield ("negate", row, inner.start_byte, inner.end_byte, _text(operand, data))
-            else:
-                yield ("negate", row, inner.start_byte, inner.end_byte, f"!({text})")
+            test = node.child_by_field_name("condition")  # `(...)`: its one child is the test
+            if test is not None and test.start_point.row == test.end_point.row:
+                inner = test.named_children[0] if test.named_children else None
+                if inner is not None:
+                    edit = negate(inner, inner.child_by_field_name("operand"), data, line=row)
         elif node.type == "return_statement":
             values = node.named_children
             if len(values) == 1 and values[0].type in ("true", "false"):
                 flipped = "false" if values[0].type == "true" else "true"
-                yield ("boolean", row, values[0].start_byte, values[0].end_byte, flipped)
-
-
-def _expressions(body: Node) -> Iterator[Node]:
-    """The nodes of a body, strings, comments and types left out."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node.type in STRINGS or node.type in TYPES:
-            continue
-        yield node
-        stack.extend(reversed(node.named_children))
-
-
-def _stringy(node: Node | None) -> bool:
-    """String concatenation: flipping its `+` does not compile, not a realistic bug."""
-    return node is not None and node.type in ("string_literal", "character_literal")
+                edit = ("boolean", row, values[0].start_byte, values[0].end_byte, flipped)
+        if edit is not None:
+            yield edit
 
 
 def _name(func: Node, data: bytes) -> str:
     """`Class.method`: the method's name after its nearest enclosing class's."""
-    name = _text(func.child_by_field_name("name"), data)
+    name = text(func.child_by_field_name("name"), data)
     parent = func.parent
     while parent is not None and parent.type not in ("class_declaration", "enum_declaration",
                                                      "record_declaration"):  # fmt: skip
         parent = parent.parent
-    owner = _text(parent.child_by_field_name("name"), data) if parent is not None else ""
+    owner = text(parent.child_by_field_name("name"), data) if parent is not None else ""
     return f"{owner}.{name}" if owner else name
-
-
-def _walk(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        here = stack.pop()
-        yield here
-        stack.extend(reversed(here.named_children))
-
-
-def _text(node: Node | None, data: bytes) -> str:
-    return "" if node is None else data[node.start_byte : node.end_byte].decode()
-
-
-def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    for i, byte in enumerate(data):
-        if byte == 0x0A:
-            starts.append(i + 1)
-    return starts
-
-
-def _parses(source: str) -> bool:
-    return not _parser().parse(source.encode()).root_node.has_error
