@@ -161,6 +161,23 @@ def test_an_errors_backtrace_is_not_captured_in_a_test_run(make_repo, rust_image
     assert said["passed"] and said["counts"]["passed"] == 1, proc.stderr
 
 
+def test_a_library_that_does_not_compile_is_its_target_s_error_with_the_compiler_s_line(
+    make_repo, rust_image
+):
+    # The library that does not compile is one error, its target's: not "0 passed, 0 failed",
+    # which told the model nothing of why no test ran.
+    broken = CRATE["src/lib.rs"].replace("high - 1", "high - 1.5", 1)
+    assert broken != CRATE["src/lib.rs"]
+    said = run_tests(make_repo({**CRATE, "src/lib.rs": broken}), "cargo test")
+    assert not said["passed"] and said["counts"] == {
+        "passed": 0,
+        "failed": 0,
+        "errors": 1,
+        "skipped": 0,
+    }, said
+    assert said["failing"] == ["ranges"]
+
+
 FILLS_THE_DISK = """\
 use std::io::Write;
 

@@ -76,7 +76,7 @@ class CargoTest:
             ):
                 continue
             out.append(flag)
-        return ["--no-fail-fast", "--message-format=json-render-diagnostics", *out]
+        return ["--no-fail-fast", "--message-format=json", *out]
 
     def filters(self, ids: Sequence[str]) -> list[str]:
         """The test args: the user's, or with `ids` the names of those tests as libtest filters

@@ -2,9 +2,11 @@
 
 The run's folder (a fresh /tmp path per run, command.py) is packed into the report as a tar:
 
-- `cargo.json`: cargo's standard output with `--message-format=json-render-diagnostics`: which
-  executable is which target (`compiler-artifact`), each compiler error and its target
-  (`compiler-message`); and, between those lines, rustdoc's own output of the doc-tests;
+- `cargo.json`: cargo's standard output with `--message-format=json`: which executable is
+  which target (`compiler-artifact`), each compiler error and its target with its rendered
+  text (`compiler-message`; `json-render-diagnostics` would print those to standard error as
+  text instead, and a library that does not compile would read as no test at all); and,
+  between those lines, rustdoc's own output of the doc-tests;
 - per test binary, what RUNNER left: `b.XXXXXX.bin` (the executable cargo started),
   `.log` (libtest's `--logfile`: one `ok NAME` / `failed NAME` / `ignored NAME` line per test,
   written by the harness as each test ends, never by the tests' output), `.out` (its standard
