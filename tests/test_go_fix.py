@@ -13,6 +13,7 @@ import pytest
 from tests.go_bin import LoopbackIndex, serve_go_bin
 from tests.test_fix_cli import report, run_fix, tree_state
 from tests.test_go_test_run import FAILING, MODULE
+from tests.test_search_aids import JSON_MODE, answer, events, pinned, pins_of
 from worker.llm.scripted_server import ScriptedServer, text, tool_call
 
 pytestmark = pytest.mark.docker
@@ -81,3 +82,28 @@ def test_a_go_directive_no_release_satisfies_is_exit_6_before_any_model_call(
     line = proc.stderr.strip().splitlines()[-1]
     assert "go.mod asks for Go 1.99.0 or newer (go 1.99)" in line, proc.stderr
     assert server.requests == []
+
+
+BUG = "func Add(a, b int) int { return a - b }"
+
+
+def test_where_the_failures_name_no_line_samples_point_at_the_called_function(
+    make_repo, tmp_path, index
+):
+    # TestAdd's failures are its own t.Errorf lines: no line of calc/add.go in them. The
+    # search's samples are pointed at the lines of Add, the function the test calls.
+    out = tmp_path / "out"
+    script = [
+        answer("replace", {"path": "calc/add.go", "old": "a - b", "new": "a * b"}),
+        answer("replace", pinned("calc/add.go", BUG, 3, BUG.replace("a - b", "a + b"))),
+    ]
+    proc, server = fix(make_repo(MODULE), out, index, script, *JSON_MODE, "--locate",
+                       "--edit-samples", "2", "--no-converse")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "suspect lines: calc/add.go:3 first of 1, in the functions the failing tests call" in (
+        proc.stderr
+    )
+    (suspects,) = events(out, "suspects")[-1:]
+    assert suspects["source"] == "the functions the failing tests call"
+    assert pins_of(server.requests[1]) == {"path": "calc/add.go", "old": BUG, "line": 3}
+    assert report(out)["status"] == "fixed"

@@ -20,6 +20,7 @@ from sandbox.testrun.run import TestRun, run_tests
 from tests.conftest import git
 from worker.loop.trace import Trace
 from worker.search.locate import locate
+from worker.search.reached import reached_suspects
 
 pytestmark = pytest.mark.docker
 
@@ -125,3 +126,20 @@ def test_the_grounding_shows_what_the_failing_tests_call_and_nothing_else(baseli
         run, workspace=session.workspace.path, paths=language_paths(), limit=3
     )
     assert files[:2] == ["calc/div.go", "strs/rev.go"] and "calc/add.go" in files
+
+
+def test_where_no_failure_names_a_line_the_called_functions_lines_are_the_suspects(baseline):
+    # TestAdd's and TestStack's failures name only their own lines (t.Errorf in the test):
+    # the functions the failing tests call are where to look, deciding lines first.
+    run, session = baseline
+    workspace = session.workspace.path
+    grounding = go_grounding.implicated_code(run, workspace=workspace, paths=language_paths())
+    assert ("calc/add.go", 3, 4) in grounding.functions  # its comment, its line
+    suspects = reached_suspects(
+        grounding.functions, workspace=workspace, allowed=lambda rel: not rel.endswith("_test.go")
+    )
+    where = [s.where() for s in suspects]
+    assert where[0] == "calc/div.go:4" and suspects[0].reached, where  # `if b == 1 {` decides
+    assert {"calc/add.go:4", "calc/stack.go:7", "calc/add.go:9"} <= set(where), where
+    assert "calc/add.go:6" not in where  # sum's signature: structure, not a suspect
+    assert not any("_test.go" in w or w.startswith("calc/stack.go:9") for w in where)

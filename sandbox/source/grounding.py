@@ -11,11 +11,13 @@ from typing import Protocol, TypeVar
 
 @dataclass(frozen=True)
 class Grounding:
-    """The code shown in the first message, and whether any of it is a whole function (not
-    only a long class's outline)."""
+    """The code shown in the first message, whether any of it is a whole function (not only a
+    long class's outline), and where each function shown whole is (path, first and last line),
+    in the order shown: the search's suspects where no failure names a line of the code."""
 
     text: str = ""
     shows_code: bool = False
+    functions: tuple[tuple[str, int, int], ...] = ()
 
 
 class Definition(Protocol):
@@ -68,4 +70,5 @@ def render_chosen(
         if whole(d):
             wholes.append(d)
             code = True
-    return Grounding(text="\n\n".join(shown), shows_code=code)
+    functions = tuple((w.path, w.start, w.end) for w in wholes)
+    return Grounding(text="\n\n".join(shown), shows_code=code, functions=functions)

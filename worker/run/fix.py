@@ -395,6 +395,8 @@ class FixRun:
             if ecosystem is not None
             else Grounding()
         )
+        if not suspects and profile.locate and grounding.functions:
+            suspects = self.reached(grounding.functions, context.workspace)
         edits = tuple(name for name in ("replace", "apply_patch") if name in registry.names)
         # The code the failing tests reach is in the first message, or suspect lines are known
         # (each pointed sample shows its line's neighbours): with first_edit, the first reply
@@ -436,6 +438,29 @@ class FixRun:
         self.report.durations["locate"] = round(time.monotonic() - started, 3)
         if suspects:
             self.progress.say(f"suspect lines: {suspects[0].where()} first of {len(suspects)}")
+        return suspects
+
+    def reached(
+        self, functions: tuple[tuple[str, int, int], ...], workspace: Path
+    ) -> list[Suspect]:
+        """Where no failure named a line: the lines of the functions the failing tests call
+        (worker/search/reached.py), said as the located ones are."""
+        from worker.search.reached import reached_suspects
+
+        paths = self.request.config.paths
+        suspects = reached_suspects(
+            functions, workspace=workspace, allowed=lambda rel: paths.check(rel, write=True).allowed
+        )
+        self.trace.event(
+            "suspects",
+            source="the functions the failing tests call",
+            lines=[{"where": s.where(), "text": s.text} for s in suspects],
+        )
+        if suspects:
+            self.progress.say(
+                f"suspect lines: {suspects[0].where()} first of {len(suspects)}, in the functions "
+                "the failing tests call"
+            )
         return suspects
 
     def record(

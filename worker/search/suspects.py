@@ -34,6 +34,7 @@ _STRUCTURE = re.compile(
 # fix in studies of real projects' histories (Pan, Kim and Whitehead 2009: "if condition change").
 _DECIDES = re.compile(
     r"^(if|elif|while|assert)\b|(?<![-<>])[<>]=?(?![<>])|[=!]=|\b(not|and|or|is|in)\b"
+    r"|&&|\|\||^\}?\s*else\s+if\b"
 )
 _FOR_HEADER = re.compile(r"^(async\s+)?for\b.*?\bin\b")
 
@@ -52,6 +53,9 @@ class Suspect:
     # Found in the failing tests' stack traces (sandbox/ecosystems/node/places.py), not by a traced
     # run: `ef` is how many failing tests' stacks pass through the line, `ep` is not known.
     from_stack: bool = False
+    # In a function the failing tests call, where no failure names a line (reached.py): no
+    # counts behind it.
+    reached: bool = False
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -85,7 +89,7 @@ def rank(
     for rel, lines in counts.lines.items():
         if rel.endswith(".py") is False or is_test_file(rel) or not allowed(rel):
             continue
-        text = _lines(workspace, rel)
+        text = read_lines(workspace, rel)
         if text is None:
             continue
         texts[rel] = text
@@ -97,12 +101,12 @@ def rank(
                 continue
             score = ef / math.sqrt(counts.failed * (ef + ep))
             found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
-    found.sort(key=lambda s: (-s.score, _kind(s.text), s.ep, -s.ef, s.path, s.line))
+    found.sort(key=lambda s: (-s.score, kind(s.text), s.ep, -s.ef, s.path, s.line))
     # The lines around, for the suspects kept only (a traced run can reach thousands of lines).
     return [replace(s, around=lines_around(texts[s.path], s.line)) for s in found[:limit]]
 
 
-def _kind(text: str) -> int:
+def kind(text: str) -> int:
     """Among lines run by the same tests: 0 for a line that decides (a condition, a
     comparison), 1 for other lines, 2 for lines that only structure the code."""
     if _STRUCTURE.match(text):
@@ -119,6 +123,8 @@ def render(suspects: Sequence[Suspect], *, failed: int, limit: int = MAX_SHOWN) 
 
 
 def _counts(s: Suspect, failed: int) -> str:
+    if s.reached:
+        return "in a function the failing tests call"
     if s.from_stack:
         return f"in the stack of {s.ef} of {failed} failing tests"
     return f"run by {s.ef} of {failed} failing tests, {s.ep} passing"
@@ -131,7 +137,7 @@ def lines_around(text: list[str], number: int) -> str:
     return numbered(text, range(first, last + 1), mark=number, text=lambda s: s[:MAX_TEXT])
 
 
-def _lines(workspace: Path, rel: str) -> list[str] | None:
+def read_lines(workspace: Path, rel: str) -> list[str] | None:
     path = workspace / rel
     try:
         if path.is_symlink() or not path.resolve().is_relative_to(workspace.resolve()):
