@@ -10,6 +10,7 @@ passes.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,7 @@ from worker.evaluate.tasks import EvalTask
 from worker.search.settings import config_fragment
 
 MAX_REASONS = 8
+_RUST_DOC = re.compile(r" \(line \d+\)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,9 +57,35 @@ def touched_tests(patch: str, task: EvalTask) -> list[str]:
     """Files of the patch that are tests or test configuration: a patch touching one is never
     resolved, whatever the repository's own configuration allows its runs to edit."""
     policy = language_paths()
-    named = {t.split("::", 1)[0] for t in (*task.fail_to_pass, *task.pass_to_pass)}
+    ids = (*task.fail_to_pass, *task.pass_to_pass)
+    named = {t.split("::", 1)[0] for t in ids if not is_doc_test(t)}
     paths = sorted(file_paths(patch, kinds=HEADERS))  # old and new sides, renames, copies
     return [p for p in paths if p in named or not policy.is_writable(p)]
+
+
+def is_doc_test(test_id: str) -> bool:
+    """An example in a source file's documentation, run as a test: its file is the code under
+    test, not a test file. Rust's doc-tests (`src/lib.rs::Type::f (line 42)`) and pytest's
+    doctests (`pkg/mod.py::pkg.mod.f`: the name after `::` starts with the module's own).
+
+    >>> [is_doc_test(t) for t in ("src/lib.rs::f (line 3)", "tz/dicttoolz.py::tz.dicttoolz.merge",
+    ...     "src/pkg/m.py::pkg.m", "tests/test_m.py::test_f", "test_parse.py::test_parse")]
+    [True, True, True, False, False]
+    """
+    path, sep, rest = test_id.partition("::")
+    if not sep:
+        return False
+    if path.endswith(".rs") and _RUST_DOC.search(rest):
+        return True
+    if not path.endswith(".py"):
+        return False
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    # A module's own docstring is the module's dotted name alone; a test named as its file
+    # (`test_parse.py::test_parse`) is not one: the name must have a dot.
+    prefixes = [".".join(parts[k:]) for k in range(len(parts))]
+    return any(rest.startswith(p + ".") or (rest == p and "." in p) for p in prefixes)
 
 
 def recheck(task: EvalTask, repo: Path, patch: str, *, work_dir: Path) -> Recheck:
