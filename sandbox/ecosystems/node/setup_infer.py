@@ -81,6 +81,9 @@ CACHE_ENV = {
     "npm_config_maxsockets": "8",
     "npm_config_fetch_retries": "5",
     "npm_config_fetch_retry_mintimeout": "2000",
+    # Node's own fetch through HTTPS_PROXY (the fence's): corepack 0.36 (Node 24 and later's)
+    # has no proxy agent of its own and fetches pnpm and Yarn with it; so do install scripts.
+    "NODE_USE_ENV_PROXY": "1",
 }
 #: No prompt, no edit of package.json (the Node image says so too), no look-up of the newest
 #: release when a version is named (corepack asks the registry for it otherwise), and Yarn
