@@ -9,7 +9,9 @@ exit codes must agree, or the run says so.
 
 Each runner writes the report the sandbox asks it for (sandbox/ecosystems/node/runners.py:
 vitest's JUnit, jest's JSON, mocha's JSON or, before mocha 9.1, its xunit, and for `node --test`
-the sandbox's own reporter), read by the sandbox's parsers (sandbox/ecosystems/node/reports.py):
+the sandbox's own reporter; ava's and tape's TAP on stdout; for uvu the sandbox's reporter,
+preloaded, its `{report_flags}` before the command), read by the sandbox's parsers
+(sandbox/ecosystems/node/reports.py):
 the ids are those a sandbox run gives, `tests/colord.test.ts::Colord > parses hex` (mocha's:
 the full title, its titles joined by spaces); a test file that fails outside any test is its
 path alone, an error.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -36,10 +39,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from sandbox.ecosystems.node.reports import parse_report  # noqa: E402
-from sandbox.ecosystems.node.runners import NODE_REPORTER  # noqa: E402
+from sandbox.ecosystems.node.runners import (  # noqa: E402
+    NODE_REPORTER,
+    TOKEN_VARIABLE,
+    UVU_REPORT_VARIABLE,
+    UVU_REPORTER,
+)
 
 NODE_TEST_REPORTER = ROOT / "sandbox" / "ecosystems" / "node" / NODE_REPORTER
-RUNNERS = ("node-test", "jest", "vitest", "mocha")
+UVU_PRELOAD = ROOT / "sandbox" / "ecosystems" / "node" / UVU_REPORTER
+RUNNERS = ("node-test", "jest", "vitest", "mocha", "ava", "tape", "uvu")
 COUNTED = ("passed", "failed", "errors", "skipped")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # A CI runner has CI=true: jest and vitest then neither watch nor write new snapshots.
@@ -66,6 +75,16 @@ def report_flags(runner: str, report: Path, *, tree: Path) -> tuple[str, str]:
     if runner == "mocha":
         kind = "xunit" if _mocha_before(tree, (9, 1)) else "json"
         return f"--reporter {kind} --reporter-option output={report}", f"mocha-{kind}"
+    if runner == "ava":  # its TAP on stdout is the report
+        return f"--tap > {report}", "ava-tap"
+    if runner == "tape":
+        return f"> {report}", "tape"
+    if runner == "uvu":
+        # No reporter of its own: the sandbox's, preloaded into the uvu CLI's process. Its
+        # {report_flags} stands before the command (variables of that command).
+        flags = (f'NODE_OPTIONS="--require={UVU_PRELOAD}" {TOKEN_VARIABLE}={secrets.token_hex(16)} '
+                 f'{UVU_REPORT_VARIABLE}={report} WORKER_TEST_ROOT="$PWD"')  # fmt: skip
+        return flags, "uvu-junit"
     raise ValueError(f"unknown runner {runner!r}: one of {', '.join(RUNNERS)}")
 
 

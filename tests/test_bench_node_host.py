@@ -49,6 +49,22 @@ def test_a_runner_run_twice_writes_two_reports():
     assert command.endswith("--outputFile.junit=/tmp/r-1.xml")
 
 
+def test_tap_runners_report_their_stdout_and_uvu_takes_the_preloaded_reporter():
+    node_host = load()
+    command, files, fmt = node_host.instrument(
+        "npx xo && npx ava {report_flags} && npx tsd", "ava", Path("/tmp/r.tap"), tree=Path("/")
+    )
+    assert command == "npx xo && npx ava --tap > /tmp/r-0.tap && npx tsd" and fmt == "ava-tap"
+    assert node_host.report_flags("tape", Path("/tmp/t"), tree=Path("/")) == ("> /tmp/t", "tape")
+    command, files, fmt = node_host.instrument(
+        "{report_flags} npx uvu test", "uvu", Path("/tmp/u.xml"), tree=Path("/")
+    )
+    # The sandbox's own reporter, its token and report path for the uvu command alone.
+    assert fmt == "uvu-junit" and command.endswith(" npx uvu test")
+    assert f'--require={BENCH.parent}/sandbox/ecosystems/node/worker_uvu_reporter.cjs"' in command
+    assert "WORKER_UVU_REPORT=/tmp/u-0.xml" in command and "WORKER_RUN_TOKEN=" in command
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node on the host")
 def test_node_test_run_names_each_test_by_file_and_suite(tmp_path):
     (tmp_path / "test").mkdir()

@@ -164,6 +164,12 @@ def test_pnpm_without_a_version_gets_the_one_its_lockfile_format_belongs_to(
     assert plan.command is not None
     assert plan.command.endswith(f"corepack install -g {default} && pnpm install --frozen-lockfile")
     assert plan.installer.hosts == ("registry.npmjs.org",)
+    # corepack 0.36 (Node 24 and later) fetches pnpm with Node's own fetch: the fence's proxy
+    # reaches it only so (without, every pnpm set-up on Node 26 ended in EAI_AGAIN).
+    assert plan.installer.env["NODE_USE_ENV_PROXY"] == "1"
+    assert "NODE_USE_ENV_PROXY" not in plan.installer.image_env  # the tests have no network
+    # Where vitest 0.34 writes its results at the end of a run (redux 5.0.1: exit 1 without).
+    assert "node_modules/.vitest" in plan.installer.scratch
 
 
 def test_a_declared_tool_without_its_lockfile_resolves_afresh_and_says_so(tmp_path):

@@ -65,6 +65,14 @@ PROJECT = {
         "Ready('runs after its before hook', () => {})\n"
         "Ready.run()\n"
     ),
+    # A loader of its own (`uvu -r esm`'s) resolves uvu and loads it by path, past Module._load's
+    # 'uvu': the exports it gets are uvu's own, changed in place.
+    "test/path.test.js": (
+        "const { suite } = require(require.resolve('uvu'))\n"
+        "const Path = suite('by path')\n"
+        "Path('is seen', () => {})\n"
+        "Path.run()\n"
+    ),
     "test/sum.test.mjs": (
         "import { suite } from 'uvu'\n"
         "import * as assert from 'uvu/assert'\n"
@@ -138,6 +146,7 @@ def test_the_baseline_names_uvu_s_failing_tests_by_id_and_a_fix_is_verified(sand
         "test/mean.test.js::mean > of two numbers": "failed",
         "test/mean.test.js::mean > of nothing": "skipped",
         "test/mean.test.js::the run token is not in a test's environment": "passed",
+        "test/path.test.js::by path > is seen": "passed",
         "test/ready.test.js::ready > runs after its before hook": "error",
         "test/sum.test.mjs::sum > adds": "passed",  # an ES module's suite, a hook before it
     }

@@ -81,6 +81,13 @@ CACHE_ENV = {
     "npm_config_maxsockets": "8",
     "npm_config_fetch_retries": "5",
     "npm_config_fetch_retry_mintimeout": "2000",
+    # Yarn Berry's fetch, likewise (50 at once by default: 17 of sapphiredev/utilities' 1,500
+    # tarballs came back as the fence's 500, and the install failed).
+    "YARN_NETWORK_CONCURRENCY": "8",
+    "YARN_HTTP_RETRY": "5",
+    # Node's own fetch through HTTPS_PROXY (the fence's): corepack 0.36 (Node 24 and later's)
+    # has no proxy agent of its own and fetches pnpm and Yarn with it; so do install scripts.
+    "NODE_USE_ENV_PROXY": "1",
 }
 #: No prompt, no edit of package.json (the Node image says so too), no look-up of the newest
 #: release when a version is named (corepack asks the registry for it otherwise), and Yarn
@@ -175,10 +182,11 @@ INPUTS = (
 
 
 #: What test tools write inside node_modules while the tests run, as links to the run's /tmp:
-#: find-cache-dir's `.cache` (ava, babel-loader, nyc), vite's and vitest's caches, and vite's
-#: bundled config (`.vite-temp`, written before any test of a `vitest.config.mts` project).
+#: find-cache-dir's `.cache` (ava, babel-loader, nyc), vite's and vitest's caches (`.vitest`:
+#: vitest before 1.0, whose run fails at its end without it), and vite's bundled config
+#: (`.vite-temp`, written before any test of a `vitest.config.mts` project).
 SCRATCH = tuple(
-    f"node_modules/{name}" for name in (".cache", ".vite", ".vite-temp", ".vitest-cache")
+    f"node_modules/{name}" for name in (".cache", ".vite", ".vite-temp", ".vitest", ".vitest-cache")
 )
 
 

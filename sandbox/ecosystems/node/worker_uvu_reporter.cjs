@@ -1,9 +1,9 @@
 // A per-test report for uvu, which has no reporter of its own: preloaded by the worker
 // (NODE_OPTIONS --require, staged outside the repository) into the uvu CLI's process before any
 // project code runs there. It hands test files a wrapped `suite` and `test` (CommonJS through
-// Module._load, ES modules through a module resolve hook), records each test's outcome as uvu
-// runs it, and at exit writes JUnit in the shape of worker_node_test_reporter.mjs: one
-// <testcase> per test with its id (`relative/file.js::Suite > test`, `relative/file.js::test`
+// Module._load and in place, ES modules through a module resolve hook), records each test's
+// outcome as uvu runs it, and at exit writes JUnit in the shape of worker_node_test_reporter.mjs:
+// one <testcase> per test with its id (`relative/file.js::Suite > test`, `relative/file.js::test`
 // for uvu's unnamed suite) in `nodeid`, and the run's token as a property.
 //
 // The token and the report's path come in WORKER_RUN_TOKEN and WORKER_UVU_REPORT and are
@@ -333,8 +333,30 @@ function hookModules() {
   }
 }
 
+// uvu's CommonJS exports, changed in place: a loader of its own that resolves `uvu` itself and
+// loads it by path (the `esm` package of `uvu -r esm`) passes Module._load's 'uvu' and the
+// resolve hook, but shares require's cache, so its test files get our suite and test too.
+function wrapInPlace() {
+  let real
+  try {
+    real = require(require.resolve('uvu', { paths: [root] }))
+  } catch {
+    return // not installed where the tests run from: the hooks alone
+  }
+  if (!real || typeof real.suite !== 'function' || wrappedOf.has(real)) return
+  const ours = wrapExports(Object.assign({}, real))
+  try {
+    real.suite = ours.suite
+    real.test = ours.test
+  } catch {
+    return // read-only exports: the hooks alone
+  }
+  wrappedOf.set(real, real) // Module._load's 'uvu' gets this object as it is
+}
+
 if (active) {
   hookModules()
+  wrapInPlace()
   process.on('exit', (code) => {
     try {
       fs.writeFileSync(reportPath, report(code))
