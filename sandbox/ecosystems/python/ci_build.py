@@ -18,6 +18,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from sandbox.ecosystems.python.ci_install import TESTS
 from sandbox.worktree.ci_jobs import ci_jobs
 from sandbox.worktree.repo_files import RepoFiles
 
@@ -29,7 +30,6 @@ LEFT_OUT = frozenset(
     | {"upload", "release", "publish", "deploy", "serve", "bench", "benchmark", "venv"}
 )
 MAX_STEPS = 5
-_TESTS = re.compile(r"\b(?:pytest|py\.test|tox|nox|unittest)\b")
 _TARGET = re.compile(r"[A-Za-z_][\w.-]*")
 _RULE = re.compile(r"(?m)^([A-Za-z_][\w.-]*(?:[ \t]+[A-Za-z_][\w.-]*)*)[ \t]*:(?!=)")
 _INSTALL = re.compile(r"\b(?:pip3?|pipx|conda|mamba|apt-get|apt|brew)\s+install\b")
@@ -86,7 +86,7 @@ def make_targets(line: str) -> list[str]:
 
 def _runs_tests(line: str) -> bool:
     """Whether a CI line runs the tests (`pytest -v`, `tox -e py`), not installs a runner."""
-    return bool(_TESTS.search(line)) and not _INSTALL.search(line)
+    return bool(TESTS.search(line)) and not _INSTALL.search(line)
 
 
 def _makefile_targets(files: RepoFiles) -> set[str]:

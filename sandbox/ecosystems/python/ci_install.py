@@ -34,7 +34,8 @@ LEFT_OUT = frozenset(
     }
 )
 MAX_PACKAGES = 40
-_TESTS = re.compile(r"\b(?:pytest|py\.test|tox|nox|unittest)\b")
+#: A CI line that runs the tests, or installs their runner.
+TESTS = re.compile(r"\b(?:pytest|py\.test|tox|nox|unittest)\b")
 _PIP = re.compile(
     r"(?:^|[;&|(]\s*)(?:(?:python3?(?:\.\d+)?|py)\s+-m\s+pip|pip3?|uv\s+pip)\s+install\s+"
     r"([^;&|)]*)"
@@ -63,7 +64,7 @@ def ci_requirements(files: RepoFiles) -> CiRequirements | None:
     sources: list[str] = []
     left: list[str] = []
     for job in ci_jobs(files):
-        if not any(_TESTS.search(line) for _n, line in job.lines):
+        if not any(TESTS.search(line) for _n, line in job.lines):
             continue
         for n, line in job.lines:
             kept, dropped = ci_requirements_in(line)
