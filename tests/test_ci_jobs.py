@@ -7,14 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from policies.config import load_config
+from sandbox.ecosystems import detect_test_command, language_paths
 from sandbox.ecosystems.node.ci_install import ci_npm_flags
+from sandbox.ecosystems.node.ecosystem import NODE
 from sandbox.ecosystems.python.ci_build import ci_build_steps
 from sandbox.ecosystems.python.ci_install import ci_requirements
 from sandbox.ecosystems.python.ecosystem import PYTHON
 from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.ecosystems.python.tox_command import ci_test_command
-from sandbox.setup.choice import ci_services
+from sandbox.setup.choice import choose_setup, ci_services
 from sandbox.worktree.ci_jobs import ci_jobs
+from sandbox.worktree.ci_test_env import ci_test_env
 from sandbox.worktree.repo_files import RepoFiles
 
 GITLAB = """\
@@ -168,3 +172,128 @@ def test_a_noxfile_that_does_not_parse_or_runs_no_pytest_gives_nothing(tmp_path)
     assert PYTHON.test_command(tmp_path) == "python -m pytest"
     write(tmp_path, {"noxfile.py": NOXFILE.replace('"pytest"', '"sphinx"').replace('"-m", ', "")})
     assert PYTHON.test_command(tmp_path) == "python -m pytest"
+
+
+ENV_WORKFLOW = """\
+on: push
+env:
+  TZ: UTC
+  FEATURE: "off"
+  PATH: /opt/ci/bin
+jobs:
+  lint:
+    env:
+      LINT_ONLY: 1
+    steps:
+      - run: ruff check .
+  test:
+    runs-on: ubuntu-latest
+    env:
+      FEATURE: "on"
+      TOKEN: ${{ secrets.TOKEN }}
+      PY: ${{ matrix.python }}
+      HTTPS_PROXY: http://proxy.ci:3128
+    services:
+      db:
+        image: postgres
+        env:
+          POSTGRES_PASSWORD: pw
+    steps:
+      - name: install
+        run: python -m pip install pytest
+        env:
+          PIP_NO_CACHE: 1
+      - name: tests
+        run: python -m pytest -q
+        env:
+          PYTHONHASHSEED: '123'
+          DATA: $HOME/data
+          NOTE: |
+            two
+            lines
+      - env: {AFTER: 1}
+        run: python -m pytest --lf
+"""
+
+
+def test_ci_s_environment_for_its_test_step_is_taken_and_what_is_not_is_said(tmp_path):
+    files = write(tmp_path, {".github/workflows/ci.yml": ENV_WORKFLOW})
+    env = ci_test_env(files, PYTHON.runs)
+    # The workflow's, the test job's (FEATURE's job value wins) and the test step's; not the
+    # lint job's, the service's, the install step's or the later step's.
+    assert [v.describe() for v in env.taken] == [
+        "TZ=UTC (.github/workflows/ci.yml:3)",
+        "FEATURE=on (.github/workflows/ci.yml:15)",
+        "PYTHONHASHSEED=123 (.github/workflows/ci.yml:32)",
+    ]
+    assert env.left_out == (
+        "PATH (the sandbox's own: where programs and home are, .github/workflows/ci.yml:5)",
+        "TOKEN (a secret, .github/workflows/ci.yml:16)",
+        "PY (an expression, .github/workflows/ci.yml:17)",
+        "HTTPS_PROXY (the sandbox's network fence, .github/workflows/ci.yml:18)",
+        "DATA (a variable's value, .github/workflows/ci.yml:33)",
+        "NOTE (a multi-line value, .github/workflows/ci.yml:34)",
+    )
+    assert env.describe().startswith("CI's environment for the tests: TZ=UTC (")
+    # The test command gets them before it, as tox's set_env; tox's own value wins.
+    (tmp_path / "tox.ini").write_text(
+        "[testenv]\nset_env =\n    TZ = Europe/Paris\ncommands = pytest --doctest-modules\n"
+    )
+    assert detect_test_command(tmp_path) == (
+        "FEATURE=on PYTHONHASHSEED=123 TZ=Europe/Paris python -m pytest --doctest-modules"
+    )
+
+
+GITLAB_ENV = """\
+variables:
+  TZ: UTC
+  CACHE: "$CI_PROJECT_DIR/.cache"
+.base:
+  variables:
+    MODE: base
+test:
+  extends: .base
+  variables:
+    NODE_OPTIONS:
+      value: "--max-old-space-size=4096"
+      description: room for the big fixtures
+    MODE: strict
+  script:
+    - npm ci
+    - npm test
+"""
+
+
+def test_gitlab_s_variables_reach_its_test_job_a_job_s_own_winning(tmp_path):
+    files = write(tmp_path, {".gitlab-ci.yml": GITLAB_ENV, "package.json": "{}"})
+    env = ci_test_env(files, NODE.runs)
+    assert [v.describe() for v in env.taken] == [
+        "TZ=UTC (.gitlab-ci.yml:2)",
+        "MODE=strict (.gitlab-ci.yml:13)",
+        "NODE_OPTIONS=--max-old-space-size=4096 (.gitlab-ci.yml:10)",
+    ]
+    assert env.left_out == ("CACHE (a variable's value, .gitlab-ci.yml:3)",)
+
+
+def test_node_s_test_script_runs_with_the_variables_before_it(tmp_path):
+    pkg = '{"scripts": {"test": "node --test"}}'
+    files = write(tmp_path, {"package.json": pkg})
+    how = NODE.instrument(
+        "TZ=UTC NOTE='two words' npm test",
+        (),
+        workspace=files.root,
+        stage=lambda name, data: f"/tmp/stage/{name}",
+        root="/workspace",
+    )
+    assert how.env["TZ"] == "UTC" and how.env["NOTE"] == "two words"
+    assert "--test" in how.command and "TZ=" not in how.command
+    assert how.report_path is not None  # still node --test's own report
+
+
+def test_no_ci_environment_is_read_for_a_given_test_command(tmp_path):
+    write(tmp_path, {".github/workflows/ci.yml": ENV_WORKFLOW, "tests/test_a.py": ""})
+    chosen = choose_setup(tmp_path, load_config(tmp_path, paths=language_paths()))
+    assert "TZ=UTC (.github/workflows/ci.yml:3)" in chosen.to_dict()["ci_env"]
+    assert any(v.startswith("TOKEN (a secret") for v in chosen.to_dict()["ci_env_left_out"])
+    given = load_config(tmp_path, overrides={"test_cmd": "pytest -x"}, paths=language_paths())
+    assert choose_setup(tmp_path, given).to_dict()["ci_env"] == []

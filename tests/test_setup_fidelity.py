@@ -428,6 +428,8 @@ def test_a_ci_build_step_that_downloads_from_another_host_is_refused_in_one_line
 
 SERVICES_WORKFLOW = """\
 on: push
+env:
+  MY_FEATURE: 1
 jobs:
   test:
     runs-on: ubuntu-latest
@@ -440,20 +442,34 @@ jobs:
         image: redis
     steps:
       - run: pytest
+        env:
+          GREETING: hello world
+          TOKEN: ${{ secrets.TOKEN }}
+"""
+ENV_TEST = """\
+import os
+
+
+def test_one():
+    assert os.environ.get("MY_FEATURE") == "1"
+    assert os.environ.get("GREETING") == "hello world"
+    assert "POSTGRES_PASSWORD" not in os.environ and "TOKEN" not in os.environ
 """
 
 
-def test_the_services_ci_starts_are_said_as_not_provided_before_the_tests(make_repo):
-    repo = make_repo(
-        {
-            "tests/test_one.py": "def test_one():\n    assert True\n",
-            ".github/workflows/ci.yml": SERVICES_WORKFLOW,
-        }
-    )
+def test_the_services_ci_starts_are_said_and_its_environment_reaches_the_tests(make_repo):
+    # The test passes only with the workflow's env (the workflow's and the test step's); the
+    # service's and the secret are not the tests'.
+    repo = make_repo({"tests/test_one.py": ENV_TEST, ".github/workflows/ci.yml": SERVICES_WORKFLOW})
     proc, run = run_tests_json(repo, {})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert run["counts"]["passed"] == 1
     assert (
-        "CI starts services the sandbox does not provide: postgres (.github/workflows/ci.yml:6), "
-        "redis (.github/workflows/ci.yml:10); tests that need them fail here"
+        "CI starts services the sandbox does not provide: postgres (.github/workflows/ci.yml:8), "
+        "redis (.github/workflows/ci.yml:12); tests that need them fail here"
+    ) in proc.stderr
+    assert (
+        "CI's environment for the tests: MY_FEATURE=1 (.github/workflows/ci.yml:3), "
+        "GREETING=hello world (.github/workflows/ci.yml:17); "
+        "left out: TOKEN (a secret, .github/workflows/ci.yml:18)"
     ) in proc.stderr

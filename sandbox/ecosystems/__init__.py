@@ -19,6 +19,8 @@ from policies.paths import PathPolicy
 from sandbox.ecosystems.base import Ecosystem, NoTestCommand
 from sandbox.ecosystems.python.ecosystem import PYTHON
 from sandbox.errors import SandboxUsageError
+from sandbox.worktree.ci_test_env import ci_test_env, with_env
+from sandbox.worktree.repo_files import RepoFiles
 
 
 @dataclass(frozen=True)
@@ -118,8 +120,9 @@ def ecosystem_for(repo: Path, test_cmd: str | None) -> Ecosystem | None:
 
 
 def detect_test_command(workspace: Path, *, shown: Path | None = None) -> str:
-    """The test command of the repository copied at `workspace` when none is given; an error
-    naming `shown` (the user's repository, not our copy of it) when no ecosystem can tell."""
+    """The test command of the repository copied at `workspace` when none is given, with the
+    variables CI sets for its test step before it (ci_test_env.py); an error naming `shown`
+    (the user's repository, not our copy of it) when no ecosystem can tell."""
     where = shown or workspace
     for ecosystem in recognised(workspace):
         try:
@@ -129,5 +132,5 @@ def detect_test_command(workspace: Path, *, shown: Path | None = None) -> str:
                 f"cannot tell how to run the tests of {where}: {exc}; pass --test-cmd"
             ) from None
         if command is not None:
-            return command
+            return with_env(command, ci_test_env(RepoFiles(workspace), ecosystem.runs).taken)
     raise SandboxUsageError(f"cannot tell how to run the tests of {where}: pass --test-cmd")

@@ -23,6 +23,7 @@ from sandbox.setup.cache import SetupSpec
 from sandbox.setup.installer import PLAIN, Installer
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.ci_jobs import ci_jobs
+from sandbox.worktree.ci_test_env import CiTestEnv, ci_test_env
 from sandbox.worktree.repo_files import RepoFiles
 
 Source = Literal["given", "inferred", "none", "off"]
@@ -40,6 +41,9 @@ class SetupChoice:
     #: The services the CI's jobs start (`postgres (.github/workflows/ci.yml:14)`): none is
     #: provided in the sandbox, and the user is told so before anything runs.
     services: tuple[str, ...] = ()
+    #: The variables CI sets for its test step that the test runs take, and those left out
+    #: (none read when the test command is given: it runs as given).
+    ci_env: CiTestEnv = CiTestEnv()
 
     def describe(self) -> str:
         """One line for the user, said before the set-up runs ("": nothing to add to the
@@ -75,6 +79,8 @@ class SetupChoice:
             "requires_python": plan.requires_python if plan else None,
             "timeout_s": spec.timeout_s if spec else None,
             "ci_services": list(self.services),
+            "ci_env": [v.describe() for v in self.ci_env.taken],
+            "ci_env_left_out": list(self.ci_env.left_out),
             "tool": spec.tool.describe() if spec and spec.tool else None,
         }
 
@@ -104,11 +110,19 @@ def choose_setup(
         )
 
     services = ci_services(repo)
+    env = CiTestEnv()
+    if ecosystem is not None and not config.test_cmd:
+        env = ci_test_env(RepoFiles(repo), ecosystem.runs)
 
     def choice(source: Source, command: str | None, plan: SetupPlan | None) -> SetupChoice:
         made = None if command is None else spec(command, inferred=source == "inferred")
         return SetupChoice(
-            source=source, spec=made, plan=plan, ecosystem=ecosystem, services=services
+            source=source,
+            spec=made,
+            plan=plan,
+            ecosystem=ecosystem,
+            services=services,
+            ci_env=env,
         )
 
     if config.setup:
@@ -155,6 +169,8 @@ def before_setup(
             f"CI starts services the sandbox does not provide: {', '.join(choice.services)}; "
             "tests that need them fail here"
         )
+    if said := choice.ci_env.describe():
+        say(said)
     if choice.ecosystem is None:
         return {}
     return choice.ecosystem.check_image(client, image, plan=choice.plan)

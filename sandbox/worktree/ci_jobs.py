@@ -5,9 +5,10 @@ Two services are read, as hostile text through RepoFiles, line by line (no YAML 
 workflows.py): GitHub Actions (`.github/workflows/*.yml`: each job's `run:` lines) and GitLab
 CI (`.gitlab-ci.yml`: each job's `before_script:` then `script:`, the `default:` or top-level
 `before_script:` when the job has none, a hidden job's (`.base`) when the job `extends:` it;
-`!reference` tags and `include:`d files are not followed, and a note says so). Readers of what
-CI does (installs, build steps, the test command, services) take their lines from here, so a
-project tested on GitLab is read as one tested on GitHub.
+`!reference` tags and `include:`d files are not followed, and a note says so). Each job keeps
+the environment CI gives its lines (ci_env.py: GitHub's `env:` blocks, GitLab's `variables:`).
+Readers of what CI does (installs, build steps, the test command, its environment, services)
+take their lines from here, so a project tested on GitLab is read as one tested on GitHub.
 
 >>> job = gitlab_jobs(".gitlab-ci.yml", "test:\n  script:\n    - pytest -x\n")[0]
 >>> job.name, job.lines
@@ -19,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sandbox.worktree.ci_env import EnvEntry, github_env, mapping_entries
 from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.workflows import (
     key_values,
@@ -42,16 +44,25 @@ MAX_LINES = 400  # of one job's script
 @dataclass(frozen=True)
 class CiJob:
     """One CI job: the file it is in, its name, its shell lines (line number, text) in the
-    order they run, and the services it starts (name, line number)."""
+    order they run, the services it starts (name, line number) and the variables CI sets
+    for its lines (each with the lines of the file it covers)."""
 
     source: str
     name: str
     lines: tuple[tuple[int, str], ...]
     services: tuple[tuple[str, int], ...] = ()
+    env: tuple[EnvEntry, ...] = ()
 
     def where(self, line_no: int) -> str:
         """`file:line` of one of its lines."""
         return f"{self.source}:{line_no}"
+
+    def env_at(self, line_no: int) -> dict[str, EnvEntry]:
+        """The variables CI sets for the line `line_no`: the workflow's, then the job's, then
+        the step's, a narrower one winning over a wider one of the same name."""
+        covering = [e for e in self.env if e.first <= line_no <= e.last]
+        covering.sort(key=lambda e: e.first - e.last)  # widest first; stable within a width
+        return {e.name: e for e in covering}
 
 
 def ci_jobs(files: RepoFiles) -> list[CiJob]:
@@ -70,12 +81,14 @@ def github_jobs(rel: str, text: str) -> list[CiJob]:
     """A workflow's jobs, each with the `run:` lines and services inside it."""
     lines = run_lines(text)
     services = workflow_services(text)
+    env = github_env(text)
     return [
         CiJob(
             source=rel,
             name=name,
             lines=tuple((n, line) for n, line in lines if first <= n <= last),
             services=tuple((s, n) for s, n in services if first <= n <= last),
+            env=tuple(e for e in env if e.first <= last and e.last >= first),
         )
         for name, first, last in workflow_jobs(text)
     ]
@@ -88,6 +101,7 @@ def gitlab_jobs(rel: str, text: str) -> list[CiJob]:
     keys = {name: _children(lines, first, last) for name, first, last in blocks}
     default = keys.get("default", {})
     top_before = _sequence(lines, blocks_line(blocks, "before_script"))
+    top_env = _variables(lines, blocks_line(blocks, "variables"))
     jobs = []
     for name, _first, _last in blocks:
         if name in GITLAB_KEYWORDS or name.startswith("."):
@@ -110,8 +124,26 @@ def gitlab_jobs(rel: str, text: str) -> list[CiJob]:
         services = [
             (unquote(item.split("name:", 1)[-1]), n) for n, item in part("services") if item
         ]
-        jobs.append(CiJob(rel, name, tuple((before + script)[:MAX_LINES]), tuple(services)))
+        env = top_env + [
+            e for b in (*bases, name) for e in _variables(lines, keys[b].get("variables"))
+        ]
+        jobs.append(
+            CiJob(rel, name, tuple((before + script)[:MAX_LINES]), tuple(services), tuple(env))
+        )
     return jobs
+
+
+def _variables(lines: list[str], line_no: int | None) -> list[EnvEntry]:
+    """A `variables:` block's entries, each covering the whole file (a job's own are read
+    after the file's, so they win)."""
+    if line_no is None:
+        return []
+    head = lines[line_no - 1]
+    indent = len(head) - len(head.lstrip())
+    return [
+        EnvEntry(name, value, n, 1, len(lines), why)
+        for name, value, n, why in mapping_entries(lines, line_no, indent)
+    ]
 
 
 def gitlab_image_versions(files: RepoFiles, *names: str) -> list[str]:

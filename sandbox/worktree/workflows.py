@@ -181,4 +181,6 @@ def unquote(value: str) -> str:
     value = value.strip()
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1].strip()
-    return value.lstrip("'\"") if value[:1] in "'\"" and value.count(value[0]) == 1 else value
+    if value[:1] in ("'", '"') and value.count(value[0]) == 1:
+        return value.lstrip("'\"")
+    return value

@@ -145,8 +145,12 @@ class Node:
         outcome per test (sandbox/ecosystems/node/runners.py), read with ids relative to
         `root`, where the sandbox's commands see the working copy."""
         files = RepoFiles(workspace)
-        if _RUNS_TEST_SCRIPT.fullmatch(test_cmd.strip()):
+        assigned, rest = _assignments(test_cmd)
+        if _RUNS_TEST_SCRIPT.fullmatch(rest):
+            # `TZ=UTC npm test` (CI's environment, sandbox/worktree/ci_test_env.py): the script
+            # runs with the variables in its environment.
             how = NodeTestCommand.of(files).invocation(ids)
+            how = replace(how, env={**assigned, **how.env})
         else:
             how = node_invocation(
                 test_cmd,
@@ -288,3 +292,21 @@ def ci_ids(summary: TestSummary, repo: Path) -> TestSummary:
 
 
 NODE = Node()
+
+
+def _assignments(test_cmd: str) -> tuple[dict[str, str], str]:
+    """The `NAME=value` words before a command, and the rest of it as written (the command
+    as it is when it does not split as shell words).
+
+    >>> _assignments("TZ=UTC A='b c' npm test")
+    ({'TZ': 'UTC', 'A': 'b c'}, 'npm test')
+    """
+    try:
+        words = shlex.split(test_cmd)
+    except ValueError:
+        return {}, test_cmd.strip()
+    assigned: dict[str, str] = {}
+    while words and re.match(r"[A-Za-z_]\w*=", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        assigned[name] = value
+    return assigned, shlex.join(words) if assigned else test_cmd.strip()
