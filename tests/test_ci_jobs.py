@@ -297,3 +297,55 @@ def test_no_ci_environment_is_read_for_a_given_test_command(tmp_path):
     assert any(v.startswith("TOKEN (a secret") for v in chosen.to_dict()["ci_env_left_out"])
     given = load_config(tmp_path, overrides={"test_cmd": "pytest -x"}, paths=language_paths())
     assert choose_setup(tmp_path, given).to_dict()["ci_env"] == []
+
+
+def test_gitlab_s_local_includes_are_followed_other_includes_are_said(tmp_path):
+    main = (
+        "include:\n"
+        "  - local: ci/test.yml\n"
+        "  - /ci/vars.yml\n"
+        "  - remote: https://ci.example/shared.yml\n"
+        "  - project: group/templates\n"
+        "    file: /python.yml\n"
+        "  - template: Security/SAST.gitlab-ci.yml\n"
+        "  - local: ../outside.yml\n"
+        "  - local: ci/*.yml\n"
+        "lint:\n"
+        "  script: ruff check .\n"
+    )
+    files = write(
+        tmp_path,
+        {
+            ".gitlab-ci.yml": main,
+            "ci/test.yml": (
+                "include: 'ci/base.yml'\ntest:\n  extends: .base\n  script:\n    - pytest -q\n"
+            ),
+            # includes .gitlab-ci.yml again: each file is read once
+            "ci/base.yml": "include:\n  - local: .gitlab-ci.yml\n"
+            ".base:\n  before_script:\n    - pip install 'roundto==1.0'\n",
+            "ci/vars.yml": "variables:\n  TZ: UTC\n",
+        },
+    )
+    jobs = {job.name: job for job in ci_jobs(files)}
+    assert set(jobs) == {"test", "lint"}
+    test = jobs["test"]
+    assert [(test.where(n), line) for n, line in test.lines] == [
+        ("ci/base.yml:5", "pip install 'roundto==1.0'"),
+        ("ci/test.yml:5", "pytest -q"),
+    ]
+    assert [v.describe() for v in ci_test_env(files, PYTHON.runs).taken] == [
+        "TZ=UTC (ci/vars.yml:2)"
+    ]
+    needs = ci_requirements(files)
+    assert needs is not None and needs.sources == ("ci/base.yml:5",)
+    assert [n for n in files.notes if "include" in n] == [
+        ".gitlab-ci.yml: include: remote https://ci.example/shared.yml: not read (only the "
+        "repository's own files are)",
+        ".gitlab-ci.yml: include: project group/templates: not read (only the repository's "
+        "own files are)",
+        ".gitlab-ci.yml: include: template Security/SAST.gitlab-ci.yml: not read (only the "
+        "repository's own files are)",
+        ".gitlab-ci.yml: include: local ci/*.yml (a wildcard or a variable): not read (only "
+        "the repository's own files are)",
+        ".gitlab-ci.yml: include: local ../outside.yml: outside the repository; not read",
+    ]

@@ -5,7 +5,8 @@ Two services are read, as hostile text through RepoFiles, line by line (no YAML 
 workflows.py): GitHub Actions (`.github/workflows/*.yml`: each job's `run:` lines) and GitLab
 CI (`.gitlab-ci.yml`: each job's `before_script:` then `script:`, the `default:` or top-level
 `before_script:` when the job has none, a hidden job's (`.base`) when the job `extends:` it;
-`!reference` tags and `include:`d files are not followed, and a note says so). Each job keeps
+the repository files it `include:`s (gitlab_include.py; another project's or host's are a
+note); `!reference` tags are not followed). Each job keeps
 the environment CI gives its lines (ci_env.py: GitHub's `env:` blocks, GitLab's `variables:`).
 Readers of what CI does (installs, build steps, the test command, its environment, services)
 take their lines from here, so a project tested on GitLab is read as one tested on GitHub.
@@ -21,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from sandbox.worktree.ci_env import EnvEntry, github_env, mapping_entries
+from sandbox.worktree.gitlab_include import GITLAB, gitlab_document, top_level_blocks
 from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.workflows import (
     key_values,
@@ -32,7 +34,6 @@ from sandbox.worktree.workflows import (
     workflow_texts,
 )
 
-GITLAB = ".gitlab-ci.yml"
 #: Top-level keys of a .gitlab-ci.yml that are not jobs.
 GITLAB_KEYWORDS = frozenset(
     {"stages", "variables", "default", "include", "workflow", "image", "services"}
@@ -52,9 +53,14 @@ class CiJob:
     lines: tuple[tuple[int, str], ...]
     services: tuple[tuple[str, int], ...] = ()
     env: tuple[EnvEntry, ...] = ()
+    #: Where each line of a document made of several files comes from (gitlab_include.py).
+    origins: tuple[tuple[str, int], ...] = ()
 
     def where(self, line_no: int) -> str:
         """`file:line` of one of its lines."""
+        if 0 < line_no <= len(self.origins):
+            rel, n = self.origins[line_no - 1]
+            return f"{rel}:{n}"
         return f"{self.source}:{line_no}"
 
     def env_at(self, line_no: int) -> dict[str, EnvEntry]:
@@ -70,10 +76,8 @@ def ci_jobs(files: RepoFiles) -> list[CiJob]:
     jobs: list[CiJob] = []
     for rel, text in workflow_texts(files):
         jobs += github_jobs(rel, text)
-    if (gitlab := files.read(GITLAB)) is not None:
-        jobs += gitlab_jobs(GITLAB, gitlab)
-        if re.search(r"(?m)^include\s*:", gitlab):
-            files.notes.append(f"{GITLAB}: its include: files are not read")
+    if (gitlab := gitlab_document(files)) is not None:
+        jobs += gitlab_jobs(GITLAB, gitlab.text, origins=gitlab.origins)
     return jobs
 
 
@@ -94,10 +98,11 @@ def github_jobs(rel: str, text: str) -> list[CiJob]:
     ]
 
 
-def gitlab_jobs(rel: str, text: str) -> list[CiJob]:
-    """A .gitlab-ci.yml's jobs (its top-level keys that are neither keywords nor hidden)."""
+def gitlab_jobs(rel: str, text: str, *, origins: tuple[tuple[str, int], ...] = ()) -> list[CiJob]:
+    """A .gitlab-ci.yml's jobs (its top-level keys that are neither keywords nor hidden);
+    `origins`: where each line of `text` comes from, when it is several files'."""
     lines = text.splitlines()
-    blocks = _top_level(lines)
+    blocks = top_level_blocks(lines)
     keys = {name: _children(lines, first, last) for name, first, last in blocks}
     default = keys.get("default", {})
     top_before = _sequence(lines, blocks_line(blocks, "before_script"))
@@ -128,7 +133,14 @@ def gitlab_jobs(rel: str, text: str) -> list[CiJob]:
             e for b in (*bases, name) for e in _variables(lines, keys[b].get("variables"))
         ]
         jobs.append(
-            CiJob(rel, name, tuple((before + script)[:MAX_LINES]), tuple(services), tuple(env))
+            CiJob(
+                rel,
+                name,
+                tuple((before + script)[:MAX_LINES]),
+                tuple(services),
+                tuple(env),
+                origins,
+            )
         )
     return jobs
 
@@ -150,9 +162,10 @@ def gitlab_image_versions(files: RepoFiles, *names: str) -> list[str]:
     """The versions of the images named `names` that .gitlab-ci.yml's jobs run in
     (`image: python:3.12-slim` is 3.12; `image: node:$NODE` takes the values a `NODE:`
     variable or `parallel: matrix:` entry gives), in the order written, once each."""
-    text = files.read(GITLAB)
-    if text is None:
+    document = gitlab_document(files)
+    if document is None:
         return []
+    text = document.text
     out: list[str] = []
     for ref in key_values(text, "image") + _image_names(text):
         name, _, tag = ref.rpartition("/")[2].partition(":")
@@ -182,21 +195,6 @@ def _image_names(text: str) -> list[str]:
 def blocks_line(blocks: list[tuple[str, int, int]], key: str) -> int | None:
     """The line number of a top-level key, None when there is none."""
     return next((first for name, first, _last in blocks if name == key), None)
-
-
-def _top_level(lines: list[str]) -> list[tuple[str, int, int]]:
-    """Each top-level key: its name and its first and last line numbers."""
-    out: list[tuple[str, int, int]] = []
-    for n, line in enumerate(lines, start=1):
-        bare = strip_comment(line)
-        if not bare.strip():
-            continue
-        if not bare[0].isspace():
-            key = re.match(r"""(['"]?)([^'":]+)\1\s*:(\s|$)""", bare)
-            out.append((key[2].strip() if key else "", n, n))
-        elif out:
-            out[-1] = (out[-1][0], out[-1][1], n)
-    return out
 
 
 def _children(lines: list[str], first: int, last: int) -> dict[str, int]:
