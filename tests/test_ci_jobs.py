@@ -5,6 +5,7 @@ them is in test_setup_fidelity.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from policies.config import load_config
@@ -349,3 +350,41 @@ def test_gitlab_s_local_includes_are_followed_other_includes_are_said(tmp_path):
         "the repository's own files are)",
         ".gitlab-ci.yml: include: local ../outside.yml: outside the repository; not read",
     ]
+
+
+BUILD_WORKFLOW = """\
+jobs:
+  test:
+    steps:
+      - run: npm ci
+      - run: npm run lint
+      - run: npm run build
+      - run: npm test
+"""
+
+
+def test_ci_s_build_before_npm_test_runs_first_in_every_test_run(tmp_path):
+    # The tests import dist/: CI builds before `npm test`, so each run (after each edit of the
+    # sources) builds first, the tests only once the build passed; said in set-up's line.
+    scripts = {"build": "tsc -p .", "lint": "eslint .", "test": "node --test"}
+    files = write(
+        tmp_path,
+        {
+            "package.json": json.dumps({"scripts": scripts, "devDependencies": {"x": "1"}}),
+            ".github/workflows/ci.yml": BUILD_WORKFLOW,
+        },
+    )
+    how = NODE.instrument(
+        "npm test", (), workspace=files.root, stage=lambda n, d: f"/tmp/s/{n}", root="/w"
+    )
+    assert how.command.index("tsc -p .") < how.command.index("--test")
+    assert "eslint" not in how.command and how.report_path is not None
+    plan = NODE.infer_setup(tmp_path)
+    assert "CI's build npm run build (.github/workflows/ci.yml:6), run before each test run" in (
+        plan.sources
+    )
+    # A test script that builds already is left as it is.
+    scripts["pretest"] = "npm run build"
+    (tmp_path / "package.json").write_text(json.dumps({"scripts": scripts}))
+    how = NODE.instrument("npm test", (), workspace=files.root, stage=lambda n, d: n, root="/w")
+    assert how.command.count("tsc -p .") == 1

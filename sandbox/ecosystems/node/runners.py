@@ -41,6 +41,7 @@ from importlib import resources
 from typing import Literal
 
 from sandbox.ecosystems.node import reports
+from sandbox.ecosystems.node.ci_build import ci_node_build
 from sandbox.ecosystems.node.script import Piece, expand, join
 from sandbox.errors import SandboxUsageError
 from sandbox.testrun.junit import TestSummary
@@ -130,6 +131,7 @@ class NodeTestCommand:
     script: str
     scripts: Mapping[str, str] = field(default_factory=dict)
     versions: Mapping[str, str] = field(default_factory=dict)  # runner -> installed version
+    build: str = ""  # CI's build before its tests (ci_build.py), run first in every run
 
     @classmethod
     def of(cls, files: RepoFiles) -> NodeTestCommand:
@@ -142,7 +144,13 @@ class NodeTestCommand:
                 "package.json has no test script (npm's placeholder "
                 "'no test specified' counts as none): pass --test-cmd"
             )
-        return cls(script=test, scripts=scripts, versions=installed_versions(files))
+        found = ci_node_build(files, scripts)
+        return cls(
+            script=test,
+            scripts=scripts,
+            versions=installed_versions(files),
+            build=found.command if found else "",
+        )
 
     def invocation(self, test_ids: Sequence[str] = ()) -> Invocation:
         report = f"/tmp/worker-report-{secrets.token_hex(8)}"
@@ -152,6 +160,7 @@ class NodeTestCommand:
             test_ids=test_ids,
             scripts=self.scripts,
             versions=self.versions,
+            build=self.build,
         )
 
 
@@ -193,15 +202,17 @@ def node_invocation(
     test_ids: Sequence[str] = (),
     scripts: Mapping[str, str] | None = None,
     versions: Mapping[str, str] | None = None,
+    build: str = "",
 ) -> Invocation:
     """`script` (package.json's `test`, with `scripts` for `pretest`, `posttest` and the
     scripts it runs by name) instrumented to write its runner's report to `report_path`, and
     narrowed to the files of `test_ids` where its runner allows. `versions` (runner package to
-    installed version): a mocha older than 9.1 writes xunit, having no JSON to a file."""
+    installed version): a mocha older than 9.1 writes xunit, having no JSON to a file. `build`:
+    CI's build before its tests (`npm run build`), run first, the tests only once it passed."""
     if not _REPORT_PATH.match(report_path):
         raise ValueError(f"not a report path under /tmp: {report_path!r}")
     scripts = dict(scripts or {})
-    steps = [s for s in (scripts.get("pretest"), script, scripts.get("posttest")) if s]
+    steps = [s for s in (build, scripts.get("pretest"), script, scripts.get("posttest")) if s]
     pieces = expand(" && ".join(f"( {s} )" for s in steps), scripts)
     files = _files_of(test_ids)
     runner: Runner = "other"

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.ecosystems.node.ci_build import ci_node_build
 from sandbox.ecosystems.node.ci_install import ci_npm_flags
 from sandbox.ecosystems.node.registries import (
     URL_VARIABLES,
@@ -148,6 +149,8 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
     if ci is not None:
         sources.append(f"{' '.join(ci.flags)} from {ci.source}")
         summary = f"{summary or command}; {' '.join(ci.flags)} as CI gives it ({ci.source})"
+    if (build := ci_node_build(tree, _scripts(package))) is not None:
+        sources.append(f"CI's build {build.command} ({build.source}), run before each test run")
     hosts = registry_hosts(repo, environ, tool=manager.tool)
     trusted = set(hosts)
     for rel, named in repository_hosts(tree).items():
@@ -315,3 +318,11 @@ def _berry(tree: RepoFiles, declared: PackageManager | None) -> bool:
 def _has_dependencies(package: dict[str, Any]) -> bool:
     fields = [package.get(f) for f in DEPENDENCY_FIELDS]
     return any(isinstance(f, dict) and f for f in fields) or bool(package.get("workspaces"))
+
+
+def _scripts(package: dict[str, Any]) -> dict[str, str]:
+    """package.json's `scripts` (strings only)."""
+    scripts = package.get("scripts")
+    if not isinstance(scripts, dict):
+        return {}
+    return {k: v for k, v in scripts.items() if isinstance(k, str) and isinstance(v, str)}
