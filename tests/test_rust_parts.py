@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import tarfile
 
 import pytest
@@ -297,6 +298,83 @@ def test_the_users_registries_are_let_through_and_their_tokens_reach_the_fetch_a
         "{ env -u CARGO_REGISTRIES_CORP_TOKEN cargo test --no-run || true; }"
     )
     assert not any("registry 'corp'" in n for n in plan.notes)
+
+
+MIRROR = """\
+[source.crates-io]
+replace-with = "corp-mirror"
+
+[source.corp-mirror]
+registry = "sparse+https://crates.corp.example/index/"
+"""
+
+
+def test_the_users_crates_io_mirror_replaces_crates_io_in_the_fence_and_cargo_home(tmp_path):
+    import tomllib
+
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    home = _write(tmp_path / "home", {"config.toml": MIRROR})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=home)
+    assert plan.installer.hosts == ("crates.corp.example",)  # crates.io's are not let through
+    assert plan.notes == ()
+    assert (
+        "from your crates.io mirror 'corp-mirror' (sparse+https://crates.corp.example/index/)"
+        ", not crates.io), then" in plan.describe()
+    )
+    # The replacement goes into the sandbox's CARGO_HOME, read back as cargo reads it.
+    write, _, rest = plan.command.partition(" > /home/worker/.cargo/config.toml && ")
+    assert rest == "cargo fetch --locked && { cargo test --no-run || true; }"
+    written = shlex.split(write.split(" && ", 1)[1])[2]
+    assert tomllib.loads(written) == tomllib.loads(MIRROR)
+    assert not (repo / ".cargo").exists()
+
+    # Named as a registry of [registries] instead of a [source]: the same.
+    as_registry = (
+        '[source.crates-io]\nreplace-with = "m"\n[registries.m]\nindex = "https://g.example/i"\n'
+    )
+    _write(home, {"config.toml": as_registry})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=home)
+    assert plan.installer.hosts == ("g.example",)
+    written = shlex.split(plan.command.split(" && ", 2)[1])[2]
+    assert tomllib.loads(written) == tomllib.loads(as_registry)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ('local-registry = "/srv/crates"', "a local-registry at /srv/crates: a folder on this"),
+        ('directory = "vendor"', "a directory at vendor: a folder on this machine"),
+        ('registry = "sparse+https://me:pw@crates.corp.example/"', "whose URL holds credentials"),
+        ('git = "https://g.example/index"', "a git source: not taken"),
+    ],
+)
+def test_a_mirror_set_up_cannot_reach_is_said_and_crates_io_used(tmp_path, source, said):
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    config = f'[source.crates-io]\nreplace-with = "m"\n[source.m]\n{source}\n'
+    home = _write(tmp_path / "home", {"config.toml": config})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=home)
+    assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
+    assert plan.command.startswith("cargo fetch")
+    assert any(said in n and n.endswith("set-up goes to crates.io") for n in plan.notes), plan.notes
+    assert "pw" not in plan.command + str(plan.installer)
+
+
+def test_the_repositorys_own_source_replacement_is_reported_not_let_through(tmp_path):
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
+    files = {**CRATE, "Cargo.toml": manifest, ".cargo/config.toml": MIRROR}
+    repo = _write(tmp_path / "repo", files)
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=tmp_path / "none")
+    assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
+    assert any(".cargo/config.toml names source (corp-mirror, crates-io): reported" in n
+               for n in plan.notes), plan.notes  # fmt: skip
 
 
 def test_the_test_command_takes_the_workspace_and_cis_features(tmp_path):
