@@ -11,6 +11,8 @@ real containers, crates.io through the set-up fence, and the scripted model serv
 - an error's captured backtrace stays off in a test run, as in CI (anyhow's `test_debug`);
 - the test build on disk, each container's own: a /tmp of 2 MB builds the tests, and a test
   writing more than the disk limit there is killed, said in one line;
+- what a sandbox's commands leave in the target folder is bounded across its life: once over
+  [limits] workspace_mb, its next command is not run, in one line;
 - the user's crates.io mirror (a sparse registry served from a container, their
   ~/.cargo/config.toml replacing crates.io with it): set-up fetches from it, crates.io not let
   through, and the offline test run builds from what it fetched.
@@ -25,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from policies.limits import Limits
+from sandbox.session import BoxSpec, open_session
 from tests.cargo_mirror import cargo_mirror
 from tests.rust_projects import (
     CRATE,
@@ -219,6 +223,29 @@ def test_the_test_build_is_on_disk_its_own_and_bounded(make_repo, rust_image):
     said = run_tests(repo, "cargo test --no-fail-fast --test fill")
     assert not said["passed"], said
     assert "than the limit allows ([limits] workspace_mb)" in json.dumps(said), said
+
+
+def test_what_a_sandbox_s_commands_leave_in_the_target_folder_is_capped_together(
+    make_repo, rust_image, docker_client, tmp_path
+):
+    """Each command under the per-command cap, together over it: the command after the one
+    that crossed it is not run, and says why (a new sandbox starts from the image's again)."""
+    spec = BoxSpec(client=docker_client, image=rust_image, limits=Limits(workspace_mb=40))
+    leave = "head -c 25M /dev/zero > /home/worker/.cargo-target/{} && echo wrote"
+    with open_session(make_repo(CRATE), spec=spec, run_dir=tmp_path / "run") as session:
+        box = session.box
+        assert box.run(leave.format("a")).ok  # 25 MB of 40
+        assert box.run(leave.format("b")).ok  # 50: the command itself was under its cap
+        refused = box.run(leave.format("c"))
+        assert not refused.ok and not refused.finished and "wrote" not in refused.output
+        assert (
+            "this sandbox's commands together have left more in the image's writable "
+            "folders than the limit allows ([limits] workspace_mb)" in refused.describe()
+        )
+        assert (
+            "have left 50 MB in /home/worker/.cargo-target, more than [limits] "
+            "workspace_mb (40 MB) allows all of them together" in refused.output
+        ), refused.output
 
 
 def test_the_users_crates_io_mirror_is_what_set_up_fetches_from(
