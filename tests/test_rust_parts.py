@@ -452,3 +452,79 @@ def test_a_rust_projects_manifests_and_tests_are_not_the_models(rel):
     assert language_paths().is_writable("src/lib.rs") and language_paths().is_writable(
         "core/src/x.rs"
     )
+
+
+STACK = """\
+//! Stacks.
+
+/// A stack of numbers.
+///
+/// ```
+/// let mut s = stack::Stack::new();
+/// s.push(3);
+/// assert_eq!(s.peek(), Some(3));
+/// ```
+pub struct Stack {
+    items: Vec<i64>,
+}
+
+impl Stack {
+    /// An empty stack.
+    pub fn new() -> Self {
+        Stack { items: Vec::new() }
+    }
+
+    /// `n` on top.
+    pub fn push(&mut self, n: i64) {
+        self.items.insert(0, n);
+    }
+
+    /// The top, if any.
+    ///
+    /// ```
+    /// # use stack::Stack;
+    /// let mut s = Stack::new();
+    /// s.push(1);
+    /// assert_eq!(s.peek(), Some(1));
+    /// ```
+    pub fn peek(&self) -> Option<i64> {
+        self.items.last().copied()
+    }
+
+    pub fn unused(&self) {}
+}
+"""
+
+
+def test_failing_doc_tests_alone_lead_to_the_items_they_document_and_what_they_call(tmp_path):
+    from dataclasses import dataclass
+
+    from sandbox.ecosystems.rust.grounding import implicated_code, implicated_files
+    from sandbox.testrun.junit import TestSummary
+    from worker.search.reached import reached_suspects
+
+    @dataclass
+    class Run:
+        test_cmd: str
+        result: object
+        summary: TestSummary
+
+    repo = _write(tmp_path, {"Cargo.toml": '[package]\nname = "stack"\n', "src/lib.rs": STACK})
+    fences = [n for n, text in enumerate(STACK.splitlines(), 1) if text.endswith("/// ```")]
+    # rustdoc's ids, the line each example opens at; a panic in the example names its own lines.
+    failures = tuple(
+        TestFailure(test_id=f"src/lib.rs::{item} (line {line})", kind="failure",
+                    message="assertion `left == right` failed", traceback="")
+        for item, line in (("Stack", fences[0]), ("Stack::peek", fences[2]))
+    )  # fmt: skip
+    summary = TestSummary(passed=0, failed=2, errors=0, skipped=0, failures=failures)
+    run = Run("cargo test", None, summary)
+    shown = implicated_code(run, workspace=repo, paths=language_paths())  # type: ignore[arg-type]
+    heads = [h.split(", lines")[0] for h in shown.text.splitlines() if h.startswith("src/lib.rs: ")]
+    assert heads == ["src/lib.rs: Stack", "src/lib.rs: Stack::new", "src/lib.rs: Stack::push",
+                     "src/lib.rs: Stack::peek"], shown.text  # fmt: skip
+    assert "unused" not in shown.text
+    assert implicated_files(run, workspace=repo, paths=language_paths()) == ["src/lib.rs"]  # type: ignore[arg-type]
+    suspects = reached_suspects(shown.functions, workspace=repo, allowed=lambda _rel: True)
+    where = {s.where() for s in suspects}
+    assert {"src/lib.rs:22", "src/lib.rs:34"} <= where, where  # push's insert, peek's last
