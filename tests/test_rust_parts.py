@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import tarfile
 
@@ -528,3 +529,16 @@ def test_failing_doc_tests_alone_lead_to_the_items_they_document_and_what_they_c
     suspects = reached_suspects(shown.functions, workspace=repo, allowed=lambda _rel: True)
     where = {s.where() for s in suspects}
     assert {"src/lib.rs:22", "src/lib.rs:34"} <= where, where  # push's insert, peek's last
+
+
+def test_a_rustup_server_the_user_names_is_said_not_silently_ignored(tmp_path):
+    from sandbox.ecosystems.rust.choice import choose_rust
+
+    environ = {"RUSTUP_DIST_SERVER": "https://rustup.corp.example"}
+    said = "your RUSTUP_DIST_SERVER (https://rustup.corp.example): no rustup here"
+    choice = choose_rust(_write(tmp_path / "a", CRATE), environ=environ)
+    assert choice.line == "1.96" and said in choice.describe()
+    assert said not in choose_rust(tmp_path / "a", environ={}).describe()
+    nightly = {**CRATE, "rust-toolchain": "nightly\n"}
+    with pytest.raises(WrongRust, match=re.escape(said)):
+        choose_rust(_write(tmp_path / "b", nightly), environ=environ)
