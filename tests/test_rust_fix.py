@@ -10,7 +10,12 @@ real containers, crates.io through the set-up fence, and the scripted model serv
   model call;
 - an error's captured backtrace stays off in a test run, as in CI (anyhow's `test_debug`);
 - the test build on disk, each container's own: a /tmp of 2 MB builds the tests, and a test
-  writing more than the disk limit there is killed, said in one line.
+  writing more than the disk limit there is killed, said in one line;
+- what a sandbox's commands leave in the target folder is bounded across its life: once over
+  [limits] workspace_mb, its next command is not run, in one line;
+- the user's crates.io mirror (a sparse registry served from a container, their
+  ~/.cargo/config.toml replacing crates.io with it): set-up fetches from it, crates.io not let
+  through, and the offline test run builds from what it fetched.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from pathlib import Path
 
 import pytest
 
+from policies.limits import Limits
+from sandbox.session import BoxSpec, open_session
+from tests.cargo_mirror import cargo_mirror
 from tests.rust_projects import (
     CRATE,
     WORKSPACE,
@@ -215,3 +223,57 @@ def test_the_test_build_is_on_disk_its_own_and_bounded(make_repo, rust_image):
     said = run_tests(repo, "cargo test --no-fail-fast --test fill")
     assert not said["passed"], said
     assert "than the limit allows ([limits] workspace_mb)" in json.dumps(said), said
+
+
+def test_what_a_sandbox_s_commands_leave_in_the_target_folder_is_capped_together(
+    make_repo, rust_image, docker_client, tmp_path
+):
+    """Each command under the per-command cap, together over it: the command after the one
+    that crossed it is not run, and says why (a new sandbox starts from the image's again)."""
+    spec = BoxSpec(client=docker_client, image=rust_image, limits=Limits(workspace_mb=40))
+    leave = "head -c 25M /dev/zero > /home/worker/.cargo-target/{} && echo wrote"
+    with open_session(make_repo(CRATE), spec=spec, run_dir=tmp_path / "run") as session:
+        box = session.box
+        assert box.run(leave.format("a")).ok  # 25 MB of 40
+        assert box.run(leave.format("b")).ok  # 50: the command itself was under its cap
+        refused = box.run(leave.format("c"))
+        assert not refused.ok and not refused.finished and "wrote" not in refused.output
+        assert (
+            "this sandbox's commands together have left more in the image's writable "
+            "folders than the limit allows ([limits] workspace_mb)" in refused.describe()
+        )
+        assert (
+            "have left 50 MB in /home/worker/.cargo-target, more than [limits] "
+            "workspace_mb (40 MB) allows all of them together" in refused.output
+        ), refused.output
+
+
+def test_the_users_crates_io_mirror_is_what_set_up_fetches_from(
+    make_repo, rust_image, docker_client, tmp_path
+):
+    lib = "pub fn double(n: i64) -> i64 {\n    n * 2\n}\n"
+    with cargo_mirror(
+        docker_client, image=rust_image, crates={"tinybits": lib}, root=tmp_path / "mirror"
+    ) as mirror:
+        home = tmp_path / "cargo-home"
+        home.mkdir()
+        (home / "config.toml").write_text(
+            f'[source.crates-io]\nreplace-with = "corp"\n[source.corp]\nregistry = "{mirror.url}"\n'
+        )
+        files = {**CRATE, "Cargo.toml": CRATE["Cargo.toml"] + 'tinybits = "0.1"\n'}
+        files.pop("Cargo.lock")
+        files["tests/bounds.rs"] += (
+            "\n#[test]\nfn doubles() {\n    assert_eq!(tinybits::double(2), 4);\n}\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo",
+             str(make_repo(files)), "--json", "--test-cmd",
+             "cargo test --no-fail-fast --test bounds"],
+            capture_output=True, text=True, timeout=600, env=fix_env(CARGO_HOME=str(home)),
+        )  # fmt: skip
+        requested = mirror.requested()
+    said = json.loads(proc.stdout)
+    assert said["counts"] == {"passed": 2, "failed": 1, "errors": 0, "skipped": 0}, proc.stderr
+    assert f"from your crates.io mirror 'corp' ({mirror.url}), not crates.io" in proc.stderr
+    assert f"set-up (network: only {mirror.url.split('/')[2].split(':')[0]})" in proc.stderr
+    assert "/ti/ny/tinybits" in requested and "/crates/tinybits-0.1.0.crate" in requested

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shlex
 import tarfile
 
 import pytest
@@ -299,6 +301,83 @@ def test_the_users_registries_are_let_through_and_their_tokens_reach_the_fetch_a
     assert not any("registry 'corp'" in n for n in plan.notes)
 
 
+MIRROR = """\
+[source.crates-io]
+replace-with = "corp-mirror"
+
+[source.corp-mirror]
+registry = "sparse+https://crates.corp.example/index/"
+"""
+
+
+def test_the_users_crates_io_mirror_replaces_crates_io_in_the_fence_and_cargo_home(tmp_path):
+    import tomllib
+
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    home = _write(tmp_path / "home", {"config.toml": MIRROR})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=home)
+    assert plan.installer.hosts == ("crates.corp.example",)  # crates.io's are not let through
+    assert plan.notes == ()
+    assert (
+        "from your crates.io mirror 'corp-mirror' (sparse+https://crates.corp.example/index/)"
+        ", not crates.io), then" in plan.describe()
+    )
+    # The replacement goes into the sandbox's CARGO_HOME, read back as cargo reads it.
+    write, _, rest = plan.command.partition(" > /home/worker/.cargo/config.toml && ")
+    assert rest == "cargo fetch --locked && { cargo test --no-run || true; }"
+    written = shlex.split(write.split(" && ", 1)[1])[2]
+    assert tomllib.loads(written) == tomllib.loads(MIRROR)
+    assert not (repo / ".cargo").exists()
+
+    # Named as a registry of [registries] instead of a [source]: the same.
+    as_registry = (
+        '[source.crates-io]\nreplace-with = "m"\n[registries.m]\nindex = "https://g.example/i"\n'
+    )
+    _write(home, {"config.toml": as_registry})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=home)
+    assert plan.installer.hosts == ("g.example",)
+    written = shlex.split(plan.command.split(" && ", 2)[1])[2]
+    assert tomllib.loads(written) == tomllib.loads(as_registry)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        ('local-registry = "/srv/crates"', "a local-registry at /srv/crates: a folder on this"),
+        ('directory = "vendor"', "a directory at vendor: a folder on this machine"),
+        ('registry = "sparse+https://me:pw@crates.corp.example/"', "whose URL holds credentials"),
+        ('git = "https://g.example/index"', "a git source: not taken"),
+    ],
+)
+def test_a_mirror_set_up_cannot_reach_is_said_and_crates_io_used(tmp_path, source, said):
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    config = f'[source.crates-io]\nreplace-with = "m"\n[source.m]\n{source}\n'
+    home = _write(tmp_path / "home", {"config.toml": config})
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=home)
+    assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
+    assert plan.command.startswith("cargo fetch")
+    assert any(said in n and n.endswith("set-up goes to crates.io") for n in plan.notes), plan.notes
+    assert "pw" not in plan.command + str(plan.installer)
+
+
+def test_the_repositorys_own_source_replacement_is_reported_not_let_through(tmp_path):
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+
+    manifest = CRATE["Cargo.toml"] + 'cfg-if = "1"\n'
+    files = {**CRATE, "Cargo.toml": manifest, ".cargo/config.toml": MIRROR}
+    repo = _write(tmp_path / "repo", files)
+    plan = infer_rust_setup(repo, "cargo test", environ={}, cargo_home=tmp_path / "none")
+    assert plan.installer.hosts == ("index.crates.io", "static.crates.io")
+    assert any(".cargo/config.toml names source (corp-mirror, crates-io): reported" in n
+               for n in plan.notes), plan.notes  # fmt: skip
+
+
 def test_the_test_command_takes_the_workspace_and_cis_features(tmp_path):
     ci = (
         "jobs:\n  t:\n    steps:\n"
@@ -374,3 +453,92 @@ def test_a_rust_projects_manifests_and_tests_are_not_the_models(rel):
     assert language_paths().is_writable("src/lib.rs") and language_paths().is_writable(
         "core/src/x.rs"
     )
+
+
+STACK = """\
+//! Stacks.
+
+/// A stack of numbers.
+///
+/// ```
+/// let mut s = stack::Stack::new();
+/// s.push(3);
+/// assert_eq!(s.peek(), Some(3));
+/// ```
+pub struct Stack {
+    items: Vec<i64>,
+}
+
+impl Stack {
+    /// An empty stack.
+    pub fn new() -> Self {
+        Stack { items: Vec::new() }
+    }
+
+    /// `n` on top.
+    pub fn push(&mut self, n: i64) {
+        self.items.insert(0, n);
+    }
+
+    /// The top, if any.
+    ///
+    /// ```
+    /// # use stack::Stack;
+    /// let mut s = Stack::new();
+    /// s.push(1);
+    /// assert_eq!(s.peek(), Some(1));
+    /// ```
+    pub fn peek(&self) -> Option<i64> {
+        self.items.last().copied()
+    }
+
+    pub fn unused(&self) {}
+}
+"""
+
+
+def test_failing_doc_tests_alone_lead_to_the_items_they_document_and_what_they_call(tmp_path):
+    from dataclasses import dataclass
+
+    from sandbox.ecosystems.rust.grounding import implicated_code, implicated_files
+    from sandbox.testrun.junit import TestSummary
+    from worker.search.reached import reached_suspects
+
+    @dataclass
+    class Run:
+        test_cmd: str
+        result: object
+        summary: TestSummary
+
+    repo = _write(tmp_path, {"Cargo.toml": '[package]\nname = "stack"\n', "src/lib.rs": STACK})
+    fences = [n for n, text in enumerate(STACK.splitlines(), 1) if text.endswith("/// ```")]
+    # rustdoc's ids, the line each example opens at; a panic in the example names its own lines.
+    failures = tuple(
+        TestFailure(test_id=f"src/lib.rs::{item} (line {line})", kind="failure",
+                    message="assertion `left == right` failed", traceback="")
+        for item, line in (("Stack", fences[0]), ("Stack::peek", fences[2]))
+    )  # fmt: skip
+    summary = TestSummary(passed=0, failed=2, errors=0, skipped=0, failures=failures)
+    run = Run("cargo test", None, summary)
+    shown = implicated_code(run, workspace=repo, paths=language_paths())  # type: ignore[arg-type]
+    heads = [h.split(", lines")[0] for h in shown.text.splitlines() if h.startswith("src/lib.rs: ")]
+    assert heads == ["src/lib.rs: Stack", "src/lib.rs: Stack::new", "src/lib.rs: Stack::push",
+                     "src/lib.rs: Stack::peek"], shown.text  # fmt: skip
+    assert "unused" not in shown.text
+    assert implicated_files(run, workspace=repo, paths=language_paths()) == ["src/lib.rs"]  # type: ignore[arg-type]
+    suspects = reached_suspects(shown.functions, workspace=repo, allowed=lambda _rel: True)
+    where = {s.where() for s in suspects}
+    assert {"src/lib.rs:22", "src/lib.rs:34"} <= where, where  # push's insert, peek's last
+
+
+def test_a_rustup_server_the_user_names_is_said_not_silently_ignored(tmp_path):
+    from sandbox.ecosystems.rust.choice import choose_rust
+
+    environ = {"RUSTUP_DIST_SERVER": "https://rustup.corp.example"}
+    said = "your RUSTUP_DIST_SERVER (https://rustup.corp.example): no rustup here"
+    choice = choose_rust(_write(tmp_path / "a", CRATE), environ=environ)
+    assert choice.line == "1.96" and said in choice.describe()
+    assert said not in choose_rust(tmp_path / "a", environ={}).describe()
+    nightly = {**CRATE, "rust-toolchain": "nightly\n"}
+    with pytest.raises(WrongRust, match=re.escape(said)):
+        choose_rust(_write(tmp_path / "b", nightly), environ=environ)

@@ -115,6 +115,8 @@ class DockerSandbox(SandboxBase):
         self._count_started = 0
         #: The image's writable folders (writable.py), each a volume of this container's own.
         self._writable: tuple[str, ...] = ()
+        #: What they held at this container's first command (runner.py: WRITABLE_BASE).
+        self._writable_base: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -171,6 +173,7 @@ class DockerSandbox(SandboxBase):
         # A writable root has the image's writable folders writable in its own layer (set-up,
         # whose commit keeps them); a read-only one gets a copy of each on the daemon's disk.
         self._writable = self._image_writable() if isolation.read_only_root else ()
+        self._writable_base = None  # a new container: its volumes are the image's again
         mounts += volume_mounts(self._writable)
         spec = ContainerSpec(
             image=self.image,
@@ -439,6 +442,7 @@ class DockerSandbox(SandboxBase):
                     capture_file or "",
                     command,
                     str(self.limits.workspace_mb),
+                    "-" if self._writable_base is None else str(self._writable_base),
                     *self._writable,
                 ],
                 user=self._user,
@@ -472,6 +476,8 @@ class DockerSandbox(SandboxBase):
                 raise self._loss() or SandboxError(f"a command was lost: {_say(exc)}") from exc
         else:
             exit_code = int(result["exit_code"])
+        if self._writable_base is None and isinstance(result.get("writable_bytes"), int):
+            self._writable_base = result["writable_bytes"]
         name = capture_file or "the capture file"
         captured, capture_error = from_trailer(
             result.pop("capture", None), result.get("capture_over"), name=name
@@ -492,6 +498,7 @@ class DockerSandbox(SandboxBase):
             capture_error=capture_error,
             disk_exceeded=bool(result.get("disk_exceeded")),
             pids_exceeded=bool(result.get("pids_exceeded")),
+            writable_full=bool(result.get("writable_full")),
         )
 
     def _kill_all(self) -> None:

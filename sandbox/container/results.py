@@ -25,24 +25,27 @@ class CommandResult:
     # A thread or process could not start: the container's process limit ([limits] pids) was
     # reached (a test that waits for the threads it meant to start then hangs to the time limit)
     pids_exceeded: bool = False
+    # Not run: the image's writable folders held more than [limits] workspace_mb over what they
+    # held at the sandbox's first command (sandbox/container/runner.py)
+    writable_full: bool = False
     # Test fixtures the command changed, put back from the snapshot since (sandbox/fixture_guard)
     fixtures_put_back: tuple[str, ...] = ()
 
     @property
+    def finished(self) -> bool:
+        """False when a limit ended the command (time, memory, disk) or kept it from starting."""
+        return not (self.timed_out or self.oom_killed or self.disk_exceeded or self.writable_full)
+
+    @property
     def ok(self) -> bool:
         """True when the command exited 0 within its limits."""
-        return (
-            self.exit_code == 0
-            and not self.timed_out
-            and not self.oom_killed
-            and not self.disk_exceeded
-        )
+        return self.exit_code == 0 and self.finished
 
     def describe(self) -> str:
         """One line a person or a model can read: how the command ended, and when."""
         if self.timed_out:
             return self.describe_ending(f" after {self.duration_s:.1f}s")
-        if self.disk_exceeded or self.oom_killed:
+        if self.disk_exceeded or self.oom_killed or self.writable_full:
             return self.describe_ending()
         return self.describe_ending(f" in {self.duration_s:.2f}s")
 
@@ -55,6 +58,11 @@ class CommandResult:
             how = (
                 "killed: wrote more to the workspace (or the image's writable folders) than "
                 "the limit allows ([limits] workspace_mb)"
+            )
+        elif self.writable_full:
+            how = (
+                "not run: this sandbox's commands together have left more in the image's "
+                "writable folders than the limit allows ([limits] workspace_mb)"
             )
         elif self.oom_killed:
             how = f"killed: out of memory (exit {self.exit_code})"

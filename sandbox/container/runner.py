@@ -1,7 +1,7 @@
 """Runs one command inside the sandbox container, enforcing its time limit from inside.
 
 Executed by the container's python3 (stdlib only; no imports from the worker). Usage:
-    runner.py TIMEOUT_S CAPTURE_PATH COMMAND [WORKSPACE_MB [PATH ...]]
+    runner.py TIMEOUT_S CAPTURE_PATH COMMAND [WORKSPACE_MB [WRITABLE_BASE [PATH ...]]]
 The command's stdout and stderr, merged in order, go to our stdout; a one-line JSON result goes to
 our stderr once the command and every process it left behind are gone; it carries CAPTURE_PATH
 zlib-compressed and base64-encoded (sandbox/container/capture.py reads it back). On timeout the
@@ -10,7 +10,13 @@ process group is killed, and then every other process of this user in the contai
 that escaped into a new session included): nothing outlives a command. The same happens when
 the command has written more than WORKSPACE_MB to /workspace (a host folder) or to one of the
 PATHs (the image's writable folders, volumes on the daemon's disk: writable.py), measured as
-the drop of free space on each disk under them. The result says too whether the command hit
+the drop of free space on each disk under them. The PATHs are bounded across the sandbox's
+life too: before each command the runner adds up what their files take (WRITABLE_HELD_MAX
+entries at most: an image with more gets no base, a sandbox that had one and passes it is
+over), says it in its result (`writable_bytes`, the host keeps the first as the
+sandbox's WRITABLE_BASE, "-" until then), and runs no command once they hold more than
+WORKSPACE_MB over that base: repeated test runs that each leave their output behind fill no
+disk, and the result says why (`writable_full`). The result says too whether the command hit
 the container's process limit (a thread or process that could not start: the pids cgroup's
 `max` count went up), which a test run that waits for its threads ends in silently otherwise.
 
@@ -34,6 +40,9 @@ CAPTURE_MAX = 512 * 1024 * 1024
 COMPRESSED_MAX = 64 * 1024 * 1024
 CHUNK = 1024 * 1024
 FULL_BYTES = 1024 * 1024  # free space below this after a command: the workspace is full
+# Files and folders added up under the writable folders before each command, at most: about
+# 8 microseconds each (1.5 s at most; a Rust target folder of 500 MB holds a few thousand).
+WRITABLE_HELD_MAX = 200_000
 
 
 def oom_kills():
@@ -90,6 +99,43 @@ def free_bytes(path):
     return st.f_bavail * st.f_frsize
 
 
+def held_bytes(paths):
+    """What the files under `paths` take on disk, links not followed; None past
+    WRITABLE_HELD_MAX entries (too many to add up before every command)."""
+    total = 0
+    seen = 0
+    stack = list(paths)
+    while stack:
+        try:
+            entries = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                seen += 1
+                if seen > WRITABLE_HELD_MAX:
+                    return None
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                except OSError:
+                    continue
+                total += st.st_blocks * 512
+    return total
+
+
+def refuse_full(held, base, limit, paths):
+    """The line a command not run says: the writable folders are over their share (`held`
+    None: more files than WRITABLE_HELD_MAX, where the sandbox started with fewer)."""
+    left = "more files" if held is None else f"{(held - base) // (1024 * 1024)} MB"
+    return (
+        f"worker: command not run: this sandbox's commands have left {left} in "
+        f"{', '.join(paths)}, more than [limits] workspace_mb ({limit // (1024 * 1024)} MB) "
+        "allows all of them together\n"
+    ).encode()
+
+
 def spawn(command, write_fd, read_fd):
     pid = os.fork()
     if pid == 0:  # the child: a new session (so a process group of its own), no stdin
@@ -143,7 +189,22 @@ def main():
     capture = sys.argv[2]
     command = sys.argv[3]
     disk_limit = int(sys.argv[4]) * 1024 * 1024 if len(sys.argv) > 4 else None
-    watched = disks(["/workspace", *sys.argv[5:]]) if disk_limit else []
+    base = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] != "-" else None
+    writable = sys.argv[6:]
+    held = held_bytes(writable) if writable and disk_limit else None
+    # A sandbox whose image held more files than are added up has no base: the per-command cap
+    # alone holds there. One that had a base and now holds too many is over.
+    if base is not None and (held is None or held - base > disk_limit):
+        sys.stdout.buffer.write(refuse_full(held, base, disk_limit, writable))
+        sys.stdout.buffer.flush()
+        sys.stderr.buffer.write(
+            f'{{"exit_code": 1, "duration_s": 0, "timed_out": false, "oom_killed": false, '
+            f'"capture_over": null, "disk_exceeded": false, "pids_exceeded": false, '
+            f'"writable_bytes": {"null" if held is None else held}, "writable_full": true, '
+            '"capture": null}\n'.encode()
+        )
+        return
+    watched = disks(["/workspace", *writable]) if disk_limit else []
     free_at_start = {path: free_bytes(path) for path in watched}
     free_at_start = {path: free for path, free in free_at_start.items() if free is not None}
     disk_exceeded = False
@@ -212,7 +273,8 @@ def main():
         f'"timed_out": {timed}, "oom_killed": {oom}, '
         f'"capture_over": {over_json}, '
         f'"disk_exceeded": {"true" if disk_exceeded else "false"}, '
-        f'"pids_exceeded": {pids}, "capture": '.encode()
+        f'"pids_exceeded": {pids}, "writable_bytes": {"null" if held is None else held}, '
+        '"capture": '.encode()
     )
     # In pieces: the capture may be tens of megabytes, and one more copy of it is not needed.
     if data is None:

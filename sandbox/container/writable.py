@@ -11,7 +11,8 @@ shared between parallel runs), outside /workspace (never in a diff), and removed
 none: the folder is writable in the container's own layer already, and the commit keeps what
 set-up wrote there. What a command writes there is bounded as /workspace is: the runner kills
 a command once the free space of the disk under either dropped by more than `[limits]
-workspace_mb` (sandbox/container/runner.py).
+workspace_mb` (sandbox/container/runner.py); and no command runs once all of a sandbox's
+commands together have left more than that in them.
 """
 
 from __future__ import annotations

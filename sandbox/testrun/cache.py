@@ -53,9 +53,8 @@ class TestRunCache:
         run = run_tests(self._box, test_cmd=test_cmd, test_ids=test_ids, timeout_s=timeout_s)
         self.runs += 1
         result = run.result
-        finished = not (result.timed_out or result.oom_killed or result.disk_exceeded)
         # A run that changed the tree (a test writing into the workspace) is not repeatable.
-        if finished and self._workspace.content_hash() == key.tree:
+        if result.finished and self._workspace.content_hash() == key.tree:
             self._last = (key, run)
         return run
 

@@ -95,7 +95,7 @@ class TestRun:
         """One line: counts, or how the command ended when there are none; `clock`: with the
         seconds it took (not for the model: sandbox/testrun/steady.py)."""
         ended = self.result.describe() if clock else self.result.describe_ending()
-        if self.result.timed_out or self.result.oom_killed or self.result.disk_exceeded:
+        if not self.result.finished:
             return f"tests did not finish: {ended}"
         if self.summary is None:
             verdict = "passed" if self.passed else "failed"

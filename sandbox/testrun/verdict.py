@@ -104,7 +104,7 @@ def judge_run(run: JudgedRun) -> Verdict:
     """Did this run, on its own, pass? (See the module docstring for the rules.)"""
     result, summary, kind = run.result, run.summary, run.report_kind
     reasons: list[str] = []
-    if result.timed_out or result.oom_killed or result.disk_exceeded:
+    if not result.finished:
         reasons.append(f"the tests did not finish: {result.describe()}")
     if not run.expects_junit:
         if result.exit_code != 0 and not reasons:

@@ -59,7 +59,7 @@ def accounted(run: TestRun) -> bool:
     """Every test the run asked for by id has an outcome in its report (or its file's
     collection error does), or the run did not finish: what it says can be trusted."""
     result = run.result
-    if result.timed_out or result.oom_killed or result.disk_exceeded:
+    if not result.finished:
         return True  # the edit made the failing tests hang: the whole suite would too
     summary = run.summary
     return summary is not None and all(summary.outcome_of(t) is not None for t in run.test_ids)
@@ -90,7 +90,7 @@ class FailingFirst:
         TIMED_RUNS, as slow as much of the suite) turns it off for the rest of the run."""
         trusted = accounted(run)
         result = run.result
-        if not (result.timed_out or result.oom_killed or result.disk_exceeded):
+        if result.finished:
             self._took.append(result.duration_s)  # a run the edit made hang says nothing of it
         if not trusted or self._slow():
             self.ids = ()

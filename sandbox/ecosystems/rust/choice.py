@@ -22,9 +22,10 @@ Debian's mirror is, for the image build only (image.py). Each is its own image, 
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,9 +150,22 @@ SPARSE_SINCE: Version = (1, 68, 0)
 DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 
 
-def choose_rust(repo: Path) -> RustChoice:
-    """The Rust for a run on `repo` (the module docstring)."""
-    return pick_rust(asked(repo), fetches=depends_on_crates(RepoFiles(repo)))
+def choose_rust(repo: Path, *, environ: Mapping[str, str] | None = None) -> RustChoice:
+    """The Rust for a run on `repo` (the module docstring). A rustup distribution server the
+    user names (RUSTUP_DIST_SERVER in `environ`, os.environ by default) is not one of the
+    sources (no rustup in the images yet: docs/rust-tests.md): said, in the choice's line or
+    in the refusal's, never silently ignored."""
+    server = (os.environ if environ is None else environ).get("RUSTUP_DIST_SERVER", "")
+    unused = f"your RUSTUP_DIST_SERVER ({server}): no rustup here, Debian's packages only"
+    try:
+        choice = pick_rust(asked(repo), fetches=depends_on_crates(RepoFiles(repo)))
+    except WrongRust as exc:
+        if server:
+            raise WrongRust(f"{exc}; {unused}") from exc
+        raise
+    if server:
+        return replace(choice, passed_over=(*choice.passed_over, unused))
+    return choice
 
 
 def depends_on_crates(files: RepoFiles) -> bool:

@@ -6,12 +6,18 @@ compiler's `-->`) come first: the functions around them. Then the failing test i
 by its id (report.py: `crate::tests::name` in the crate's files, `tests/it.rs::name` in that
 file), the calls it makes (source.py: its macros' arguments too), resolved by name to the
 functions and methods of the project's own writable files (a qualifier `calc::add` prefers a
-file of that module), then what those call, two calls deep, as the lines allow. Parsing only,
-bounded in files, size and time.
+file of that module), then what those call, two calls deep, as the lines allow. A failing
+doc-test (`src/lib.rs::Stack::push (line 42)`) leads to the item its doc comment documents (the
+definition whose span, doc comments included, holds that line; else the one of that name) and
+to what its example calls (the example's lines, read out of the comment, parsed as a function's
+body): when only doc-tests fail, the functions they exercise are still shown whole, and the
+search ranks their lines (worker/search/reached.py). Parsing only, bounded in files, size and
+time.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +43,9 @@ MAX_FAILURES = 5
 CALLEE_DEPTH = 2
 MAX_FILES = 400  # .rs files looked at
 SKIPPED = ("target", ".git", "node_modules", "vendor")
+#: A doc-test's id: its file, the item (`Stack::push`, "" for a module's own docs), the line.
+_DOC_TEST = re.compile(r"(.+\.rs)::(.*) \(line (\d+)\)")
+MAX_EXAMPLE_LINES = 200  # of one doc-test's example read
 
 
 def implicated_files(
@@ -132,6 +141,8 @@ class _Reach:
         return out
 
     def from_test(self, failure: TestFailure) -> list[RustDefinition]:
+        if doc := _DOC_TEST.fullmatch(failure.test_id):
+            return self.from_doc_test(doc.group(1), doc.group(2), int(doc.group(3)))
         head, _, name = failure.test_id.partition("::")
         if not name or " (line " in name:
             return []
@@ -148,6 +159,34 @@ class _Reach:
                         src = self.source(rel)
                         return self.resolve_all(src, d) if src is not None else []
         return []
+
+    def from_doc_test(self, rel: str, item: str, line: int) -> list[RustDefinition]:
+        """The item a doc-test documents, then what its example calls."""
+        if not self.writable(rel):
+            return []
+        defs = [d for d in self.definitions(rel) if not d.is_test]
+        documented = enclosing(defs, line) or next((d for d in defs if d.title == item), None)
+        out = {(documented.path, documented.start): documented} if documented else {}
+        example = self.example(rel, line)
+        for call in calls(example, example.root) if example is not None else ():
+            for found in self.resolve(call):
+                out.setdefault((found.path, found.start), found)
+        return list(out.values())
+
+    def example(self, rel: str, line: int) -> RustSource | None:
+        """The doc-test's example opening at `line` (its ``` fence), as a function's body: the
+        comment's marker, and a hidden line's `#`, taken off."""
+        src = self.source(rel)
+        if src is None:
+            return None
+        lines = src.lines()[line : line + MAX_EXAMPLE_LINES]
+        body: list[str] = []
+        for text in lines:
+            code = re.sub(r"^\s*(?://[/!]|\*)? ?", "", text, count=1)
+            if code.lstrip().startswith("```"):
+                break
+            body.append(code[2:] if code.startswith("# ") else "" if code == "#" else code)
+        return parse_rust(rel, ("fn example() {\n" + "\n".join(body) + "\n}\n").encode())
 
     def resolve_all(self, src: RustSource, definition: RustDefinition) -> list[RustDefinition]:
         out: list[RustDefinition] = []

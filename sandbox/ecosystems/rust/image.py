@@ -8,17 +8,17 @@ mean resolving their dependencies (gcc, libstd-rust, LLVM's libraries) outside a
 checks that `rustc --version` is the release asked for.
 
 The image's environment is the sandbox's Rust: CARGO_HOME on the image's disk
-(/home/worker/.cargo), so that the registry index and the crates a set-up fetches are
-committed with the set-up image and read by the test runs; CARGO_TARGET_DIR at TARGET_DIR, on
-the image's disk too, where set-up compiles the dependencies and the commit keeps them, and
-which the image names writable (its label `worker.writable`, sandbox/container/writable.py):
-each test run's container gets its own copy of it on the daemon's disk, made by Docker when the
-container is created, thrown away with the container, bounded by `[limits] workspace_mb` per
-command (the lesson of node_modules: a test build never writes where set-up put things; and
-anyhow's 508 MB of compiled dependencies fit no /tmp tmpfs of the default 256 MB); rustfmt, for
-the tests that check formatting (`cargo fmt -- --check`, once_cell's xtask); no incremental
-compilation (its cache is large and a fresh build gains nothing from it); no colour (the output
-is read, not looked at).
+(/home/worker/.cargo), so that the registry index and the crates a set-up fetches are committed
+with the set-up image and read by the test runs; CARGO_TARGET_DIR at TARGET_DIR, on the image's
+disk too, where set-up compiles the dependencies and the commit keeps them, and which the image
+names writable (its label `worker.writable`, sandbox/container/writable.py): each test run's
+container gets its own copy of it on the daemon's disk, made by Docker when the container is
+created, thrown away with the container, bounded by `[limits] workspace_mb` per command and for
+all of a sandbox's commands together (the lesson of node_modules: a test build never writes
+where set-up put things; and anyhow's 508 MB of compiled dependencies fit no /tmp tmpfs of the
+default 256 MB); rustfmt, for the tests that check formatting (`cargo fmt -- --check`,
+once_cell's xtask); no incremental compilation (its cache is large and a fresh build gains
+nothing from it); no colour (the output is read, not looked at).
 """
 
 from __future__ import annotations

@@ -26,6 +26,11 @@ user's own `$CARGO_HOME/config.toml` (~/.cargo/config.toml: its URL given to set
 index's host (a `dl` elsewhere: --setup-network full). Their tokens
 (`CARGO_REGISTRIES_<NAME>_TOKEN`, `CARGO_REGISTRY_TOKEN`) reach `cargo fetch` alone: the build
 that follows, whose build scripts are the repository's code, runs without them.
+
+A mirror the user puts in crates.io's place (`[source.crates-io] replace-with` in their own
+configuration, replacement.py) is let through instead of crates.io, and the replacement is
+written into the sandbox's CARGO_HOME before the fetch (never into the tree): the set-up image
+keeps it, so the offline test runs read the crates from the mirror's cache.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,7 +48,8 @@ import tomllib
 
 from sandbox.ecosystems.rust.choice import DEPENDENCY_TABLES, manifests
 from sandbox.ecosystems.rust.command import CargoTest
-from sandbox.ecosystems.rust.image import TARGET_DIR
+from sandbox.ecosystems.rust.image import CARGO_HOME, TARGET_DIR
+from sandbox.ecosystems.rust.replacement import Replacement, user_replacement
 from sandbox.setup.installer import Installer
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
@@ -80,17 +86,31 @@ _INDEX_VARIABLE = re.compile(r"CARGO_REGISTRIES_(\w+)_INDEX")
 _TOKEN_VARIABLE = re.compile(r"CARGO_REGISTRIES_\w+_TOKEN|CARGO_REGISTRY_TOKEN")
 
 
-def user_installer(environ: Mapping[str, str], home: Path | None) -> tuple[Installer, set[str]]:
-    """RUST_INSTALLER with the registries the user names (the module docstring), and their
-    names as a Cargo.toml's `registry = "name"` says them."""
+@dataclass(frozen=True, kw_only=True)
+class UserCargo:
+    """What the user's own cargo configuration and environment change of set-up."""
+
+    installer: Installer
+    #: The registries they name, as a Cargo.toml's `registry = "name"` says them.
+    registries: set[str]
+    #: The mirror they put in crates.io's place, if set-up takes it.
+    replacement: Replacement | None = None
+    #: What of theirs set-up does not take, and why (a mirror in a folder of their machine).
+    notes: tuple[str, ...] = ()
+
+
+def user_installer(environ: Mapping[str, str], home: Path | None) -> UserCargo:
+    """RUST_INSTALLER with the registries and the crates.io mirror the user names (the module
+    docstring)."""
     named = sorted(n for n in environ if _INDEX_VARIABLE.fullmatch(n) and environ[n])
     tokens = sorted(n for n in environ if _TOKEN_VARIABLE.fullmatch(n))
     names = {
         m.group(1).lower().replace("_", "-") for n in named if (m := _INDEX_VARIABLE.fullmatch(n))
     }
     env = dict(RUST_INSTALLER.env)
-    hosts = list(RUST_INSTALLER.hosts)
     config = _user_config(home)
+    mirror, why_not = user_replacement(config)
+    hosts = [mirror.host] if mirror is not None else list(RUST_INSTALLER.hosts)
     for name, table in sorted((config.get("registries") or {}).items()):
         index = table.get("index") if isinstance(table, dict) else None
         variable = f"CARGO_REGISTRIES_{name.upper().replace('-', '_')}_INDEX"
@@ -109,7 +129,8 @@ def user_installer(environ: Mapping[str, str], home: Path | None) -> tuple[Insta
         passed=tuple(tokens),
         env=env,
     )
-    return installer, names
+    notes = (why_not,) if why_not else ()
+    return UserCargo(installer=installer, registries=names, replacement=mirror, notes=notes)
 
 
 def _user_config(home: Path | None) -> dict[str, Any]:
@@ -137,14 +158,15 @@ def infer_rust_setup(
     environ = os.environ if environ is None else environ
     if cargo_home is None:
         cargo_home = Path(environ.get("CARGO_HOME") or Path.home() / ".cargo")
-    installer, registries = user_installer(environ, cargo_home)
+    user = user_installer(environ, cargo_home)
+    installer = user.installer
     files = RepoFiles(repo)
     found = manifests(files)
     if not found:
         return SetupPlan(command=None, summary="no Cargo.toml", installer=installer)
     sources = tuple(name for name, _ in found)
-    count, notes = _dependencies(found, registries)
-    notes += _repository_registries(files)
+    count, notes = _dependencies(found, user.registries)
+    notes += [*user.notes, *_repository_registries(files)]
     if count == 0:
         return SetupPlan(
             command=None,
@@ -160,13 +182,20 @@ def infer_rust_setup(
     # The tokens reach the fetch alone: the build runs the repository's build scripts.
     unset = [w for t in installer.passed for w in ("-u", t)]
     build = shlex.join([*(["env", *unset] if unset else []), "cargo", "test", "--no-run", *flags])
+    command = f"{fetch} && {{ {build} || true; }}"
+    if user.replacement is not None:
+        config = f"{CARGO_HOME}/config.toml"
+        write = f"printf %s {shlex.quote(user.replacement.config_toml)} > {config}"
+        command = f"mkdir -p {CARGO_HOME} && {write} && {command}"
     return SetupPlan(
-        command=f"{fetch} && {{ {build} || true; }}",
+        command=command,
         sources=(*sources, *(("Cargo.lock",) if locked else ())),
         notes=tuple(notes),
         summary=f"{fetch} ({count} {'dependency' if count == 1 else 'dependencies'} in "
         f"{len(found)} Cargo.toml"
-        f"{', as Cargo.lock pins them' if locked else ''}), then the tests' dependencies "
+        f"{', as Cargo.lock pins them' if locked else ''}"
+        f"{f', {user.replacement.said}' if user.replacement else ''}"
+        "), then the tests' dependencies "
         "compiled (cargo test --no-run)",
         installer=installer,
     )
