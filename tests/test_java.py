@@ -541,11 +541,23 @@ def test_a_wrapper_script_whose_jar_is_not_committed_is_set_up(make_repo, tmp_pa
 
 
 @pytest.mark.docker
-def test_a_mirror_the_user_names_stands_for_central(make_repo, tmp_path, jdk_image):
-    """MAVEN_MIRROR_URL (here repo1.maven.org, Central's other name): set-up resolves through
-    it, its host let through the fence, and the offline test runs find what it served."""
+def test_the_mirror_of_central_in_the_user_s_settings_xml_is_set_up_s(
+    make_repo, tmp_path, jdk_image
+):
+    """The user's settings.xml (named by MAVEN_SETTINGS) says a mirror of central (here
+    repo1.maven.org, Central's other name) and its server's password: set-up resolves through
+    it, its host let through the fence, the offline test runs find what it served, and the
+    password is in nothing kept (the report, the logs, the set-up image)."""
+    secret = "Pw-from-settings-7731"
+    settings = tmp_path / "settings.xml"
+    settings.write_text(
+        "<settings><servers><server><id>corp</id><username>builder</username>"
+        f"<password>{secret}</password></server></servers><mirrors><mirror><id>corp</id>"
+        "<mirrorOf>*</mirrorOf><url>https://repo1.maven.org/maven2</url></mirror></mirrors>"
+        "</settings>"
+    )
     repo = make_repo(PROJECT)
-    env = fix_env(MAVEN_MIRROR_URL="https://repo1.maven.org/maven2")
+    env = fix_env(MAVEN_SETTINGS=str(settings))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo", str(repo),
          "--json", "--out", str(tmp_path / "out")],
@@ -556,8 +568,20 @@ def test_a_mirror_the_user_names_stands_for_central(make_repo, tmp_path, jdk_ima
         ".::com.example.RangeTest#includesInside(int)[2]",
         ".::com.example.RangeTest#includesUpperBound",
     ], proc.stderr
+    assert f"from the mirror corp (https://repo1.maven.org/maven2, mirrorOf *) of {settings}" in (
+        proc.stderr
+    )
     log = (tmp_path / "out" / "setup.log").read_text()
     assert "from central: https://repo1.maven.org/maven2/org/junit/" in log
+    kept = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert not [k for k in kept if secret.encode() in k] and secret not in proc.stderr
+    tag = re.search(r"(worker-setup:\w+)", proc.stderr)
+    assert tag is not None, proc.stderr
+    client = connect()
+    try:
+        assert secret not in json.dumps(client.images.get(tag.group(1)).attrs)
+    finally:
+        client.close()
 
 
 def test_the_registry_line_names_the_java_flag():
