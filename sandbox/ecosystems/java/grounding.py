@@ -8,7 +8,9 @@ file `.../com/example/RangeTest.java`, the method `includesUpperBound`; a parame
 `(int)[2]` and a nested class's `$Outside` said by the id), the calls it makes, resolved by a
 real parser (source.py): `new Range(..)` to Range's constructors, `range.contains(..)` and
 `Range.of(..)` to the methods of that name in the classes the test's file can see (its own
-package's and those it imports), then what those call, one call deeper, as the lines allow.
+package's and those it imports), of those the overloads that take as many arguments as the call
+gives (a varargs one: at least one fewer), then what those call, one call deeper, as the lines
+allow.
 Parsing only, bounded in size and time.
 """
 
@@ -175,7 +177,7 @@ class _Reach:
         out: list[JavaDefinition] = []
         for rel in visible:
             for d in self.definitions(rel):
-                if d.kind != "method":
+                if d.kind != "method" or not d.accepts(call.arity):
                     continue
                 if (
                     call.constructor

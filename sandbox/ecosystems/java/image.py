@@ -39,11 +39,17 @@ from sandbox.worktree.workspace import SANDBOX_UID
 IMAGE_PREFIX = "worker-sandbox:jdk"
 LABEL_JDK = "worker.jdk.major"
 DEFAULT_JDK = 17
-#: The JDK majors here and the Debian release whose openjdk package each is.
+#: The JDK majors here and the Debian release of the sandbox image each is installed on.
 JDKS: dict[int, Suite] = {
+    11: next(s for s in SUITES if s.name == "bookworm"),
     17: next(s for s in SUITES if s.name == "bookworm"),
     21: next(s for s in SUITES if s.name == "trixie"),
 }
+#: A JDK no sandbox image's release has, from the older Debian release that has it (its
+#: security suite: bullseye-security's openjdk-11 is the newest 11 Debian builds), installed on
+#: the image named in JDKS; apt takes that release's packages only where the image's own
+#: release has none (a pin of 100), and the extra source is gone from the image after.
+OLDER_RELEASE: dict[int, str] = {11: "bullseye"}
 JAVA_HOME = "/usr/lib/jvm/worker-jdk"
 EXTENSION_JAR = "/usr/local/share/worker/worker-maven-reports.jar"
 EXTENSION_SOURCE = "/usr/local/share/worker/WorkerReports.java"
@@ -89,7 +95,7 @@ ARG UID={SANDBOX_UID}
 USER root
 COPY root/ /
 RUN set -e; \\
-    apt-get update; \\
+{_older_release(major)}    apt-get update; \\
     apt-get install -y --no-install-recommends openjdk-{major}-jdk-headless maven; \\
     rm -rf /var/lib/apt/lists/*; \\
     ln -sfn "$(dirname "$(dirname "$(readlink -f "$(command -v javac)")")")" {JAVA_HOME}; \\
@@ -98,12 +104,35 @@ RUN set -e; \\
         {EXTENSION_SOURCE}; \\
     echo worker.maven.WorkerReports > /tmp/ext/META-INF/sisu/javax.inject.Named; \\
     jar cf {EXTENSION_JAR} -C /tmp/ext .; rm -rf /tmp/ext; \\
-    mkdir -p {LOCAL_REPOSITORY}; chown -R ${{UID}}:${{UID}} /home/worker/.m2
+    mkdir -p {LOCAL_REPOSITORY}; chown -R ${{UID}}:${{UID}} /home/worker/.m2{_older_gone(major)}
 ENV JAVA_HOME={JAVA_HOME} \\
     MAVEN_USER_HOME={MAVEN_USER_HOME} \\
     MAVEN_OPTS="{MAVEN_OPTS}"
 USER ${{UID}}:${{UID}}
 """
+
+
+_APT_LIST = "/etc/apt/sources.list.d/worker-jdk.list"
+_APT_PIN = "/etc/apt/preferences.d/worker-jdk"
+
+
+def _older_release(major: int) -> str:
+    """The Dockerfile's lines that add an older Debian release's source for `major` ("" for a
+    JDK of the image's own release)."""
+    if (name := OLDER_RELEASE.get(major)) is None:
+        return ""
+    sources = (
+        f"deb http://deb.debian.org/debian {name} main\\n"
+        f"deb http://deb.debian.org/debian-security {name}-security main\\n"
+    )
+    pins = "\\n\\n".join(
+        f"Package: *\\nPin: release n={n}\\nPin-Priority: 100" for n in (name, f"{name}-security")
+    )
+    return f"    printf '{sources}' > {_APT_LIST}; \\\n    printf '{pins}\\n' > {_APT_PIN}; \\\n"
+
+
+def _older_gone(major: int) -> str:
+    return f"; \\\n    rm -f {_APT_LIST} {_APT_PIN}" if major in OLDER_RELEASE else ""
 
 
 @dataclass(frozen=True, kw_only=True)

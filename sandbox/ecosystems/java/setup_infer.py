@@ -20,29 +20,38 @@ Maven reads no proxy variable: the set-up writes a settings file naming the fenc
 (HTTPS_PROXY) and passes it with `-s`; every JVM it starts gets the proxy as system properties
 (JAVA_TOOL_OPTIONS): the wrapper's own downloader (a Java program where the image has no
 wget or curl, as this one has not) among them.
-A mirror the user names in MAVEN_MIRROR_URL (their settings.xml's `<mirror>`, as a variable)
-stands for every repository, and its host joins the fence's allow-list; its credentials, from
-`--setup-env MAVEN_MIRROR_USERNAME --setup-env MAVEN_MIRROR_PASSWORD`, reach Maven through the
-environment alone (the settings file says `${env.MAVEN_MIRROR_PASSWORD}`). Repositories the
-POMs declare (`<repositories>`) are named in the plan's notes and not allowed through the fence,
+A mirror the user names stands for every repository, and its host joins the fence's
+allow-list: the mirror of central in their own settings.xml (sandbox/ecosystems/java/settings.py:
+$MAVEN_SETTINGS, else ~/.m2/settings.xml), or MAVEN_MIRROR_URL, which wins. Its credentials (the
+settings.xml's server of the mirror's id; else MAVEN_MIRROR_USERNAME and, with --setup-env,
+MAVEN_MIRROR_PASSWORD) reach Maven through the environment alone (the settings file set-up
+writes says `${env.MAVEN_MIRROR_PASSWORD}`). Repositories the POMs declare (`<repositories>`)
+are named in the plan's notes and not allowed through the fence,
 as an `.npmrc`'s hosts are not; `--setup-network full` allows any host.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from sandbox.ecosystems.java.pom import read_reactor, repository_hosts
+from sandbox.ecosystems.java.settings import (
+    MIRROR,
+    MIRROR_USER,
+    MirrorVariables,
+    read_user_settings,
+    settings_path,
+)
 from sandbox.setup.installer import Installer
 from sandbox.setup.plan import SetupPlan
 from sandbox.worktree.repo_files import RepoFiles
 
 CENTRAL_HOSTS = ("repo.maven.apache.org", "repo1.maven.org")
 SETTINGS = "/tmp/worker-maven-settings.xml"
-MIRROR = "MAVEN_MIRROR_URL"
-MIRROR_USER = "MAVEN_MIRROR_USERNAME"
-MIRROR_PASSWORD = "MAVEN_MIRROR_PASSWORD"
 #: The settings file: the fence's proxy (from HTTPS_PROXY, as the set-up is told it), and the
 #: user's mirror of every repository (MAVEN_MIRROR_URL), its id `central` so that what it served
 #: is, to the offline test runs, what Central did (Maven's local repository records where each
@@ -72,10 +81,12 @@ JAVA_INSTALLER = Installer(
     name="maven",
     hosts=CENTRAL_HOSTS,
     url_variables=(MIRROR,),
+    passed=(MIRROR_USER,),  # a user name, not a secret (the password is named with --setup-env)
     # What decides a Maven set-up: every POM, the wrapper and its properties, .mvn's config.
     inputs=("**/pom.xml", ".mvn/**/*", "mvnw", "mvnw.cmd"),
     widen_hint=(
-        "a mirror named in MAVEN_MIRROR_URL joins them; --setup-network full allows any host "
+        "the mirror of central in your settings.xml, or MAVEN_MIRROR_URL, joins them; "
+        "--setup-network full allows any host "
         "(a repository a POM declares)"
     ),
 )
@@ -135,7 +146,17 @@ def maven_program(files: RepoFiles) -> str:
     return "./mvnw" if files.exists("mvnw") else "mvn"
 
 
-def infer_java_setup(repo: Path) -> SetupPlan:
+def infer_java_setup(
+    repo: Path, *, environ: Mapping[str, str] | None = None, home: Path | None = None
+) -> SetupPlan:
+    """The set-up of the module docstring. `environ` (os.environ by default) and `home` (the
+    user's home, for ~/.m2/settings.xml) name the user's settings file and mirror."""
+    environ = os.environ if environ is None else environ
+    path = settings_path(environ, home)
+    user = read_user_settings(path, environ)
+    installer = JAVA_INSTALLER
+    if user.mirror is not None:
+        installer = replace(installer, host_config=MirrorVariables(path, environ))
     files = RepoFiles(repo)
     reactor = read_reactor(files)
     program = maven_program(files)
@@ -145,23 +166,31 @@ def infer_java_setup(repo: Path) -> SetupPlan:
     run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}"
     if program == "./mvnw":
         run = f"{_WRAPPER_JAR}; {run}"
-    notes = list(reactor.notes)
+    notes = [*reactor.notes, *user.notes]
     declared = [h for h in repository_hosts(reactor.repositories()) if h not in CENTRAL_HOSTS]
+    mirrored = user.mirror is not None or bool(environ.get(MIRROR))
     if declared:
         notes.append(
             f"the POMs declare the repositories {', '.join(declared)}: not allowed through the "
             "set-up fence (--setup-network full allows them)"
+            + ("; set-up asks your mirror for what they hold" if mirrored else "")
         )
     modules = len(reactor.module_folders())
     what = f"{modules} modules" if reactor.several else "the project"
     sources = [p.path for p in reactor.poms]
     if program == "./mvnw":
         sources.append(".mvn/wrapper/maven-wrapper.properties")
+    if user.mirror is not None:
+        origin = f"the mirror {user.mirror.describe()}"
+    elif environ.get(MIRROR):
+        origin = f"the mirror in {MIRROR}"
+    else:
+        origin = "Maven Central"
     return SetupPlan(
         command=f"{_SETTINGS}; {_said_last(run)}",
         sources=tuple(sources),
         notes=tuple(notes),
         summary=f"{program} clean, then test with no test selected: every plugin and dependency "
-        f"the tests of {what} need, resolved from Maven Central into ~/.m2/repository",
-        installer=JAVA_INSTALLER,
+        f"the tests of {what} need, resolved from {origin} into ~/.m2/repository",
+        installer=installer,
     )

@@ -85,10 +85,24 @@ class JavaDefinition:
     start: int
     end: int
     node: tree_sitter.Node
+    #: A method's or constructor's parameters: how many, and whether the last is varargs
+    #: (`String... parts`); None for a type, or where they are not said (a record's compact
+    #: constructor).
+    params: tuple[int, bool] | None = None
 
     @property
     def title(self) -> str:
         return f"{self.owner}.{self.name}" if self.owner and self.kind == "method" else self.name
+
+    def accepts(self, arity: int | None) -> bool:
+        """Whether a call with `arity` arguments can be to this one (None: not known, any).
+
+        Overloads differ by their parameters; the count alone already tells `put(i, v)` from
+        `put(v)`, which Java's own overload resolution starts from."""
+        if arity is None or self.params is None:
+            return True
+        count, varargs = self.params
+        return arity >= count - 1 if varargs else arity == count
 
     def render(self, lines: list[str]) -> str:
         """The definition in read_file's numbered form, headed as the other languages' are."""
@@ -132,7 +146,27 @@ def _definition(
     while prev is not None and "comment" in prev.type and prev.end_point.row + 1 == start - 1:
         start = prev.start_point.row + 1
         prev = prev.prev_named_sibling
-    return JavaDefinition(src.path, name, owner, kind, start, node.end_point.row + 1, node)
+    end = node.end_point.row + 1
+    return JavaDefinition(src.path, name, owner, kind, start, end, node, _params(node))
+
+
+def _params(node: tree_sitter.Node) -> tuple[int, bool] | None:
+    """A method's or constructor's (count, varargs); None when it has no parameter list."""
+    formal = node.child_by_field_name("parameters")
+    if formal is None or formal.type != "formal_parameters":
+        return None
+    params = [
+        c for c in formal.named_children if c.type in ("formal_parameter", "spread_parameter")
+    ]
+    return len(params), bool(params) and params[-1].type == "spread_parameter"
+
+
+def _arity(node: tree_sitter.Node) -> int | None:
+    """The number of arguments of a call node (comments not counted); None with no list."""
+    args = node.child_by_field_name("arguments")
+    if args is None:
+        return None
+    return sum(1 for c in args.named_children if "comment" not in c.type)
 
 
 def enclosing(defs: list[JavaDefinition], line: int) -> JavaDefinition | None:
@@ -147,11 +181,12 @@ def enclosing(defs: list[JavaDefinition], line: int) -> JavaDefinition | None:
 class Call:
     """A call in a definition: `contains(..)` (qualifier None), `range.contains(..)`,
     `Range.of(..)` (qualifier the text before the dot), or `new Range(..)` (name `Range`,
-    constructor True)."""
+    constructor True); `arity` its number of arguments."""
 
     qualifier: str | None
     name: str
     constructor: bool = False
+    arity: int | None = None
 
 
 def calls(src: JavaSource, node: tree_sitter.Node) -> list[Call]:
@@ -161,12 +196,13 @@ def calls(src: JavaSource, node: tree_sitter.Node) -> list[Call]:
         if here.type == "method_invocation":
             target = here.child_by_field_name("object")
             name = src.text(here.child_by_field_name("name"))
-            found[Call(src.text(target) if target is not None else None, name)] = None
+            qualifier = src.text(target) if target is not None else None
+            found[Call(qualifier, name, arity=_arity(here))] = None
         elif here.type == "object_creation_expression":
             kind = here.child_by_field_name("type")
             name = src.text(kind).split("<")[0].rsplit(".", 1)[-1]
             if name:
-                found[Call(None, name, constructor=True)] = None
+                found[Call(None, name, constructor=True, arity=_arity(here))] = None
         if len(found) >= MAX_CALLS:
             break
     return list(found)
