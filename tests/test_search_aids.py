@@ -25,13 +25,18 @@ pytestmark = pytest.mark.docker
 
 JSON_MODE = ("--tool-mode", "json_schema", "--first-edit", "--no-verify-ahead")
 BUG_LINE = "return sum(values) / (len(values) - 1)"  # BUGGY's calc.py:2, its only suspect
-# Two lines the failing test runs and no passing one: equal scores, so calc.py:2 ranks first
-# (worker/search/suspects.py); the bug is on line 3.
+# Two lines the failing test runs and no passing one: equal scores, so calc.py:4 ranks first
+# (worker/search/suspects.py); the bug is on line 5. The passing test of [] runs the guard
+# alone, so the ranking is not flat: no sample rewrites the function whole
+# (worker/search/moves.py).
 TWO_LINES = {
     **BUGGY,
-    "calc.py": "def mean(values):\n    total = sum(values)\n    return total / (len(values) - 1)\n",
+    "calc.py": "def mean(values):\n    if not values:\n        return 0.0\n"
+    "    total = sum(values)\n    return total / (len(values) - 1)\n",
+    "tests/test_calc.py": BUGGY["tests/test_calc.py"]
+    + "\n\ndef test_empty():\n    assert mean([]) == 0.0\n",
 }
-LINE_2, LINE_3 = "total = sum(values)", "return total / (len(values) - 1)"
+LINE_4, LINE_5 = "total = sum(values)", "return total / (len(values) - 1)"
 
 
 def answer(
@@ -93,34 +98,39 @@ def test_top_suspects_are_asked_again_warmer_with_their_own_pointed_prompt(make_
     out = tmp_path / "out"
     script = [
         answer("replace", {"path": "calc.py", "old": "no such line", "new": "x"}),  # refused
-        answer("replace", pinned("calc.py", LINE_2, 2, "total = sum(values) + 1")),
-        answer("replace", pinned("calc.py", LINE_3, 3, "return total / (len(values) - 2)")),
-        answer("replace", pinned("calc.py", LINE_2, 2, "total = 1.0 * sum(values)")),
-        answer("replace", pinned("calc.py", LINE_3, 3, "return total / len(values)")),
+        answer("replace", pinned("calc.py", LINE_4, 4, "total = sum(values) + 1")),
+        answer("replace", pinned("calc.py", LINE_5, 5, "return total / (len(values) - 2)")),
+        answer("replace", pinned("calc.py", LINE_4, 4, "total = total * 2")),  # a line added
+        answer("replace", pinned("calc.py", LINE_4, 4, "total = 1.0 * sum(values)")),
+        answer("replace", pinned("calc.py", LINE_5, 5, "return total / len(values)")),
     ]
     with ScriptedServer(script=script) as server:
-        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "4",
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "5",
                        base_url=server.base_url)  # fmt: skip
         server.assert_all_used()
     assert proc.returncode == 0, proc.stderr
-    # Each top suspect once at temperature 0, then each again at 1.0 (the likelier first), its
-    # request the same as its first one but for the temperature.
-    focus = [(e["sample"], e["line"], e["warm"]) for e in events(out, "sample_focus")]
-    assert focus == [(2, "calc.py:2", False), (3, "calc.py:3", False),
-                     (4, "calc.py:2", True), (5, "calc.py:3", True)]  # fmt: skip
+    # Each top suspect once at temperature 0, a line added after the first (the third
+    # suspect's cold slot, worker/search/sampling.py), then each again at 1.0 (the likelier
+    # first), its request the same as its first one but for the temperature.
+    focus = [(e["sample"], e["line"], e["warm"], e["move"]) for e in events(out, "sample_focus")]
+    assert focus == [(2, "calc.py:4", False, "line"), (3, "calc.py:5", False, "line"),
+                     (4, "calc.py:4", False, "insert"),
+                     (5, "calc.py:4", True, "line"), (6, "calc.py:5", True, "line")]  # fmt: skip
     requests = server.requests
-    assert [r["temperature"] for r in requests] == [0.0, 0.0, 0.0, 1.0, 1.0]
-    for cold, warm in ((requests[1], requests[3]), (requests[2], requests[4])):
+    assert [r["temperature"] for r in requests] == [0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+    for cold, warm in ((requests[1], requests[4]), (requests[2], requests[5])):
         assert warm["messages"] == cold["messages"] and pins_of(warm) == pins_of(cold)
-    assert pins_of(requests[4]) == {"path": "calc.py", "old": LINE_3, "line": 3}
-    hint = requests[4]["messages"][-1]["content"]  # the line, and the lines around it
-    assert "\n\nLook at line calc.py:3: return total / (len(values) - 1)\n" in hint
-    assert "\n 2|     total = sum(values)\n>3|     return total / (len(values) - 1)\n" in hint
-    # Three wrong edits ran on the original tree and were undone; the fourth is the patch.
-    assert len(events(out, "sample_undone")) == 3
+    assert pins_of(requests[5]) == {"path": "calc.py", "old": LINE_5, "line": 5}
+    hint = requests[5]["messages"][-1]["content"]  # the line, and the lines around it
+    assert "\n\nLook at line calc.py:5: return total / (len(values) - 1)\n" in hint
+    assert "\n 4|     total = sum(values)\n>5|     return total / (len(values) - 1)\n" in hint
+    # The insertion ran as the line kept and the model's line after it.
+    assert edits_run(out)[3] == "total = sum(values)\n    total = total * 2"
+    # Four wrong edits ran on the original tree and were undone; the fifth is the patch.
+    assert len(events(out, "sample_undone")) == 4
     patch = (out / "fix.patch").read_text()
     assert "+    return total / len(values)" in patch and "1.0 *" not in patch
-    assert report(out)["status"] == "fixed" and report(out)["steps"] == 5
+    assert report(out)["status"] == "fixed" and report(out)["steps"] == 6
 
 
 def test_a_second_choice_already_tried_makes_way_for_the_next_likeliest(make_repo, tmp_path):
@@ -165,8 +175,8 @@ def test_a_pointed_answer_that_changes_nothing_does_not_use_up_a_sample(make_rep
     script = [
         answer("replace", docstring),
         # Pointed at a right line, the model writes it again, as the prompt asks: no edit.
-        answer("replace", pinned("calc.py", LINE_2, 2, LINE_2)),
-        answer("replace", pinned("calc.py", LINE_3, 3, "return total / len(values)")),
+        answer("replace", pinned("calc.py", LINE_4, 4, LINE_4)),
+        answer("replace", pinned("calc.py", LINE_5, 5, "return total / len(values)")),
     ]
     with ScriptedServer(script=script) as server:
         proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
@@ -181,6 +191,79 @@ def test_a_pointed_answer_that_changes_nothing_does_not_use_up_a_sample(make_rep
     assert [e["sample"] for e in events(out, "sample_undone")] == [1]  # the greedy edit alone
     assert "+    return total / len(values)" in (out / "fix.patch").read_text()
     assert report(out)["status"] == "fixed" and report(out)["steps"] == 3
+
+
+def test_a_missing_statement_is_added_after_a_suspect_line(make_repo, tmp_path):
+    dedupe = (
+        "def dedupe(items):\n    seen = set()\n    out = []\n    for item in items:\n"
+        "        if item not in seen:\n            out.append(item)\n    return out\n"
+    )
+    tests = (
+        "from calc import dedupe\n\n\ndef test_dedupe():\n    assert dedupe([1, 1, 2]) == [1, 2]\n"
+        "\n\ndef test_empty():\n    assert dedupe([]) == []\n"
+    )
+    repo = make_repo({"calc.py": dedupe, "tests/test_calc.py": tests, "conftest.py": ""})
+    out = tmp_path / "out"
+    if_line, append = "if item not in seen:", "out.append(item)"
+    # The loop's two lines rank first; each pointed sample writes its line again (no edit, no
+    # test run, no sample used); the insertion after the `if` writes the missing statement.
+    script = [
+        answer("replace", {"path": "calc.py", "old": "no such line", "new": "x"}),  # refused
+        answer("replace", pinned("calc.py", if_line, 5, if_line)),
+        answer("replace", pinned("calc.py", append, 6, append)),
+        answer("replace", pinned("calc.py", if_line, 5, "seen.add(item)")),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
+                       base_url=server.base_url)  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    moves = [(e["line"], e["move"]) for e in events(out, "sample_focus")]
+    assert moves == [("calc.py:5", "line"), ("calc.py:6", "line"), ("calc.py:5", "insert")]
+    hint = server.requests[3]["messages"][-1]["content"]
+    assert "\n\nLook at line calc.py:5: if item not in seen:\n" in hint
+    assert "Write as new only the line or lines to add after it" in hint
+    patch = (out / "fix.patch").read_text()
+    assert "+            seen.add(item)\n             out.append(item)" in patch
+    assert report(out)["status"] == "fixed"
+
+
+def test_on_a_flat_ranking_a_small_function_is_rewritten_whole(make_repo, tmp_path):
+    area = (
+        'def area(w, h):\n    """The area of a w by h rectangle."""\n    width = abs(w)\n'
+        "    height = abs(w)\n    return width * height\n"
+    )
+    tests = (
+        "from calc import area\n\n\ndef test_area():\n    assert area(2, 3) == 6\n\n\n"
+        "def test_square():\n    assert area(2, 2) == 4\n"
+    )
+    repo = make_repo({"calc.py": area, "tests/test_calc.py": tests, "conftest.py": ""})
+    out = tmp_path / "out"
+    function = area.rstrip("\n")  # every test runs each of its lines: the ranking ties them
+    script = [
+        answer("replace", {"path": "calc.py", "old": "no such line", "new": "x"}),  # refused
+        answer(
+            "replace",
+            pinned("calc.py", function, 1, function.replace("height = abs(w)", "height = abs(h)")),
+        ),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
+                       base_url=server.base_url)  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    assert [(e["line"], e["move"]) for e in events(out, "sample_focus")] == [
+        ("calc.py:1-5", "whole")
+    ]
+    asked = server.requests[1]
+    assert pins_of(asked) == {"path": "calc.py", "old": function, "line": 1}
+    # The function as it is, docstring and all, and what the failing test said of it.
+    hint = asked["messages"][-1]["content"]
+    assert "\n\nLook at this function (calc.py:1-5); the failing tests call it:\n" in hint
+    assert function in hint
+    assert "The failing test tests/test_calc.py::test_area says:" in hint and "4 == 6" in hint
+    assert "+    height = abs(h)" in (out / "fix.patch").read_text()
+    assert report(out)["status"] == "fixed"
 
 
 def test_a_sample_that_fixes_part_of_the_failures_is_made_again_and_built_on(make_repo, tmp_path):

@@ -385,6 +385,7 @@ class FixRun:
         source code the first message shows (grounded by the language's own parser: Python's
         `ast`, tree-sitter for JS, TS and Go)."""
         from sandbox.source.grounding import Grounding
+        from worker.search.moves import small_functions
         from worker.search.sampling import FirstEdits
 
         profile, paths = self.profile, self.request.config.paths
@@ -409,6 +410,11 @@ class FixRun:
             converse=profile.converse,
             # The client reads them from a json_schema-mode answer only, and sends none otherwise.
             second_choices=profile.second_choices,
+            functions=small_functions(
+                grounding.functions,
+                workspace=context.workspace,
+                allowed=lambda rel: paths.check(rel, write=True).allowed,
+            ),
         )
         sources = grounding.text
         if not sources and ecosystem is not None:  # the start of the files the failures name

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sandbox.source.places import Place
 from worker.loop.trace import Trace
-from worker.search.suspects import MAX_TEXT, Suspect, lines_around
+from worker.search.suspects import MAX_TEXT, Suspect, indent_after, lines_around
 
 
 @dataclass
@@ -59,6 +59,7 @@ class LineTally:
                     tally.ef,
                     0,
                     around=lines_around(lines, line),
+                    indent_after=indent_after(lines, line),
                     from_stack=True,
                 )
             )

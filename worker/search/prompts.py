@@ -10,3 +10,13 @@ FOCUS = """\
 Look at line {where}: {text}
 {around}The failing tests run it. Replace that line with what it should be: if it is wrong, the \
 corrected line; if it is right, the same line."""
+
+INSERT = """\
+Look at line {where}: {text}
+{around}The failing tests run it. A statement may be missing right after it. Write as new only \
+the line or lines to add after it (that line itself stays as it is)."""
+
+WHOLE = """\
+Look at this function ({where}); the failing tests call it:
+{text}
+{failure}Write the whole function again as new, corrected so that the failing tests pass."""

@@ -13,10 +13,18 @@ the others, each function's in order, the first function shown first.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sandbox.source.places import no_code
-from worker.search.suspects import MAX_TEXT, Suspect, kind, lines_around, read_lines
+from worker.search.suspects import (
+    MAX_TEXT,
+    Suspect,
+    indent_after,
+    kind,
+    lines_around,
+    read_lines,
+)
 
 LIMIT = 12
 
@@ -45,19 +53,15 @@ def reached_suspects(
             suspect = Suspect(path, number, text[:MAX_TEXT], 0.0, 0, 0, reached=True)
             found.append((rank, order, suspect))
     found.sort(key=lambda f: (f[0], f[1], f[2].line))
-    return [
-        Suspect(
-            s.path,
-            s.line,
-            s.text,
-            s.score,
-            s.ef,
-            s.ep,
-            reached=True,
-            around=lines_around(read_lines(workspace, s.path) or [], s.line),
-        )  # fmt: skip
-        for _rank, _order, s in found[:limit]
-    ]
+    out = []
+    for _rank, _order, s in found[:limit]:
+        source = read_lines(workspace, s.path) or []
+        out.append(
+            replace(
+                s, around=lines_around(source, s.line), indent_after=indent_after(source, s.line)
+            )
+        )
+    return out
 
 
 def _body(lines: list[str], start: int, end: int) -> range:

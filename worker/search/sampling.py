@@ -5,15 +5,18 @@ A small model's greedy edit is often the right function but the wrong line, and 
 prompt cache makes each further sample cost its answer alone. So the run opens with up to
 `edit_samples` first edits, each tried on the original tree: the greedy one, then one pointed
 at each top suspect line (a `replace` of that line, pinned, which the model only completes),
-then warmer retries of those lines. After each pinned sample that did not fix, its second
-choices (the edit again with one token swapped for the model's runner-up there) are tried by
-the tests alone. The first that the tests say fixes is verified and kept.
+then warmer retries of those lines. Two more moves (moves.py) take a few of those samples: a
+small function rewritten whole where the ranking cannot tell its lines apart, and a line added
+after a suspect line. After each pinned sample that did not fix, its second choices (the edit
+again with one token swapped for the model's runner-up there) are tried by the tests alone.
+The first that the tests say fixes is verified and kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from sandbox.testrun.run import TestRun
 from sandbox.worktree.diff import removed_lines
@@ -23,7 +26,9 @@ from worker.loop.agent import REPEAT_TEMPERATURE
 from worker.loop.endings import SamplesSpent
 from worker.loop.opening import Conversation, Moves
 from worker.loop.turns import LoopResult, StepInfo, Turn, compared, failing
+from worker.search import moves as more
 from worker.search import prompts
+from worker.search.moves import Function
 from worker.search.second import worth_trying
 from worker.search.settings import defaults
 from worker.search.suspects import MAX_TEXT, Suspect, render
@@ -44,6 +49,21 @@ RETRIED = 3
 # answers differed from each other in 28 of 30 (bench/lines.py); the bug's line ranked first in
 # 22 of 46 planted tasks, second in 11, third in 2 (bench/locate.py).
 HOT_RETRIES = (0, 1, 0, 2, 0, 1)
+# The budget's split among the moves, after the greedy sample (each move once at most):
+# - Where the ranking is flat (moves.flat: the top RETRIED lines scored alike, or no counts
+#   behind them) and the top line's function is small (moves.WHOLE_MAX_LINES), the second
+#   sample rewrites that function whole: there the pointed samples only guess at the line (one
+#   program's bug was on line 8, and ten samples went to line 4: issue 48), and one rewrite
+#   reaches every line of the function, a missing one included.
+# - One insertion (a line added after the first of the top suspects that can take one) takes
+#   the slot of the third suspect's cold sample, which then gets only its warmer retry: of the
+#   three top lines the third held the bug least often (2 of 46 planted tasks, against 22 and
+#   11), and a missing statement is rarer than a wrong one (the 46 were all one-line changes),
+#   so one sample, not more. The warmer retry of the top line stays the fifth sample: 2 of arm
+#   U's 9 fixes came from it (settings.py, edit_samples).
+# With the bundled model's 5 samples: greedy, line 1, line 2, insertion, line 1 warmer; on a
+# flat ranking with a small function: greedy, whole function, line 1, line 2, insertion.
+MoveKind = Literal["greedy", "free", "line", "insert", "whole"]
 # The settings' defaults when none is given: a hosted model's (worker/search/settings.py).
 _GIVEN = defaults(bundled=False)
 
@@ -66,6 +86,9 @@ class FirstEdits:
     # After a pinned sample that did not fix, up to this many of its second choices are tried
     # by the tests alone: no model call, so no tokens, and not one of `edit_samples`.
     second_choices: int = _GIVEN["second_choices"]
+    # The functions the first message shows whole that a rewrite fits (moves.small_functions):
+    # where the ranking is flat, one sample rewrites the top line's function.
+    functions: Sequence[Function] = ()
 
     @property
     def samples(self) -> bool:
@@ -89,7 +112,7 @@ class FirstEdits:
     def play(self, moves: Moves, messages: Conversation) -> Turn:
         if not self.samples:  # the first reply must be an edit, where first_tools say so
             return Turn(then=CallSettings(only=self.first_tools))
-        done = _Search(opening=self, moves=moves, messages=messages, head=len(messages)).run()
+        done = self._search(moves, messages).run()
         if done is not None:
             return Turn(done=done)
         if not self.converse:
@@ -98,6 +121,28 @@ class FirstEdits:
                 "the run does not go on as a conversation (converse is off)"
             )
         return Turn()
+
+    def _search(self, moves: Moves, messages: Conversation) -> _Search:
+        """The samples' plan: whether a function is rewritten whole, and where a line may be
+        added (the budget's split above); both need the pinned `replace`."""
+        suspects, pinned = self.suspects, "replace" in (self.first_tools or ())
+        flat = more.flat(suspects, top=RETRIED)
+        whole = more.function_of(suspects, self.functions) if pinned and flat else None
+        insert_at = more.insertion_after(suspects, top=RETRIED) if pinned else None
+        return _Search(
+            opening=self, moves=moves, messages=messages, head=len(messages), whole=whole,
+            insert_at=insert_at, cold=RETRIED - 1 if insert_at is not None else RETRIED,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Move:
+    """What one sample asks: the greedy edit, an edit with no line left to point at, a suspect
+    line replaced (`focus`, warmer or not), a line added after one, or a function rewritten."""
+
+    kind: MoveKind
+    focus: int | None = None
+    warm: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,6 +164,10 @@ class _Search:
     moves: Moves
     messages: Conversation
     head: int  # the messages before the first sample: every sample is asked after them
+    whole: Function | None = None  # the function a sample rewrites whole, if any
+    insert_at: int | None = None  # the suspect a sample adds a line after, if any
+    cold: int = RETRIED  # the top suspects each pointed at once, at temperature 0
+    asked: list[MoveKind] = field(default_factory=list)
     tried: set[str] = field(default_factory=set)
     samples: list[_Sample] = field(default_factory=list)
     pointed: list[tuple[int, bool]] = field(default_factory=list)  # (suspect, warm) each
@@ -143,17 +192,11 @@ class _Search:
         return None
 
     def _sample(self, n: int) -> LoopResult | None:
-        """Sample `n`: asked (pointed, pinned, warmer as its turn says), tried, then its second
+        """Sample `n`: asked (as its move says: pointed, pinned, warmer), tried, then its second
         choices; its progress is one line, the second choices counted on it."""
-        suspects = self.opening.suspects
-        focus, warm = _next_focus(suspects, self.pointed, self.changed) if n > 1 else (None, False)
-        only, pins, temperature = self.opening.first_tools, None, None
-        if warm or (n > 1 and focus is None):
-            temperature = RETRY_TEMPERATURE if warm else REPEAT_TEMPERATURE
-        if focus is not None:  # a different prompt: at temperature 0, a different answer
-            self.pointed.append((focus, warm))
-            only, pins = self._pin(suspects[focus])
-            self._point(suspects[focus], n, warm)
+        move = self._next_move(n)
+        self.asked.append(move.kind)
+        only, pins, temperature = self._ask(move, n)
         # A pinned answer comes with what the model nearly wrote (second choices).
         seconds = bool(self.opening.second_choices and pins)
         lines: list[StepInfo] = []
@@ -165,25 +208,74 @@ class _Search:
                     reply = self.moves.ask(
                         self.messages, CallSettings(temperature, only, pins, seconds)
                     )
-                    if focus is not None:  # an `old` found in several places: the one pointed at
-                        calls = tuple(_at_line(c, suspects[focus]) for c in reply.tool_calls)
-                        reply = replace(reply, tool_calls=calls)
+                    reply = self._as_edit(reply, move)
                     asked = len(self.messages)
-                    done = self._try(reply, n)
+                    done = self._try(reply, n, move=move.kind)
                 own = len(lines)
                 if done is None:
-                    done = self._second_choices(reply, n, asked)
+                    done = self._second_choices(reply, n, asked, move=move.kind)
         finally:
             self._say(lines, own, done)
         return done
 
-    def _point(self, suspect: Suspect, n: int, warm: bool) -> None:
-        around = suspect.around + "\n" if suspect.around else ""
-        hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
-        self.messages.append({"role": "user", "content": hint})
-        self.moves.trace.event("sample_focus", sample=n, line=suspect.where(), warm=warm)
+    def _next_move(self, n: int) -> _Move:
+        """The greedy edit first, then the function rewritten whole (where planned), then the
+        pointed lines (_next_focus), the insertion in the first slot past the cold ones."""
+        if n == 1:
+            return _Move("greedy")
+        if self.whole is not None and "whole" not in self.asked:
+            return _Move("whole")
+        suspects = self.opening.suspects
+        focus, warm = _next_focus(suspects, self.pointed, self.changed, cold=self.cold)
+        if (focus is None or warm) and self.insert_at is not None and "insert" not in self.asked:
+            return _Move("insert", self.insert_at)
+        return _Move("free") if focus is None else _Move("line", focus, warm)
 
-    def _second_choices(self, reply: ModelReply, n: int, asked: int) -> LoopResult | None:
+    def _ask(self, move: _Move, n: int) -> tuple[tuple[str, ...] | None, Pins | None, float | None]:
+        """The sample's prompt (appended to the messages), tools, pins and temperature: a
+        pointed prompt is a different prompt, so at temperature 0 a different answer."""
+        only, pins, temperature = self.opening.first_tools, None, None
+        if move.warm:
+            temperature = RETRY_TEMPERATURE
+        elif move.kind == "free":
+            temperature = REPEAT_TEMPERATURE
+        if move.kind == "whole" and self.whole is not None:
+            only, pins = ("replace",), more.whole_pins(self.whole)
+            hint = more.whole_prompt(self.whole, self.moves.baseline)
+            self._hint(hint, n, line=self.whole.where(), warm=False, move="whole")
+        elif move.focus is not None:
+            suspect = self.opening.suspects[move.focus]
+            only, pins = self._pin(suspect)
+            if move.kind == "insert":
+                hint = more.insert_prompt(suspect)
+            else:
+                self.pointed.append((move.focus, move.warm))
+                around = suspect.around + "\n" if suspect.around else ""
+                hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
+            self._hint(hint, n, line=suspect.where(), warm=move.warm, move=move.kind)
+        return only, pins, temperature
+
+    def _as_edit(self, reply: ModelReply, move: _Move) -> ModelReply:
+        """A pointed answer as the edit it stands for: a `replace` whose `old` fits several
+        places, given the pointed line; an insertion's lines put after its line."""
+        if move.focus is None:
+            return reply
+        suspect = self.opening.suspects[move.focus]
+
+        def edit(call: ToolCall) -> ToolCall:
+            call = _at_line(call, suspect)
+            return more.inserted(call, suspect) if move.kind == "insert" else call
+
+        seconds = tuple(replace(c, call=edit(c.call)) for c in reply.alternatives)
+        return replace(reply, tool_calls=tuple(map(edit, reply.tool_calls)), alternatives=seconds)
+
+    def _hint(self, hint: str, n: int, *, line: str, warm: bool, move: str) -> None:
+        self.messages.append({"role": "user", "content": hint})
+        self.moves.trace.event("sample_focus", sample=n, line=line, warm=warm, move=move)
+
+    def _second_choices(
+        self, reply: ModelReply, n: int, asked: int, *, move: MoveKind
+    ) -> LoopResult | None:
         """The likeliest not tried yet: a later answer often nearly wrote what an earlier did."""
         untried = [c for c in reply.alternatives if _calls_key((c.call,)) not in self.tried]
         for k, choice in enumerate(worth_trying(untried, self.opening.second_choices), start=1):
@@ -195,16 +287,20 @@ class _Search:
                     probability=round(choice.probability, 4),
                 )  # fmt: skip
                 nearly = replace(reply, content=None, tool_calls=(choice.call,), usage=Usage())
-                done = self._try(nearly, n, second=True)
+                done = self._try(nearly, n, second=True, move=move)
             if done is not None:
                 return done
         return None
 
-    def _try(self, reply: ModelReply, n: int, second: bool = False) -> LoopResult | None:
-        """One sampled edit on the original tree: run (a call already tried is not), checked,
-        then undone and recorded in `samples` (its turn: messages from `head`) unless it
-        fixed."""
-        self.changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
+    def _try(
+        self, reply: ModelReply, n: int, *, second: bool = False, move: MoveKind
+    ) -> LoopResult | None:
+        """One sampled edit on the original tree: run (a call already tried is not: no test
+        run, and not one of `edit_samples`), checked, then undone and recorded in `samples`
+        (its turn: messages from `head`) unless it fixed. The lines it took out are not pointed
+        at cold again, unless a whole function's rewrite took them (it may touch any line)."""
+        if move != "whole":
+            self.changed.update(line for c in reply.tool_calls for line in _changed_lines(c))
         key = _calls_key(reply.tool_calls)
         if not reply.tool_calls or key in self.tried:
             return None
@@ -276,21 +372,25 @@ class _Search:
 
 
 def _next_focus(
-    suspects: Sequence[Suspect], pointed: Sequence[tuple[int, bool]], changed: set[str]
+    suspects: Sequence[Suspect],
+    pointed: Sequence[tuple[int, bool]],
+    changed: set[str],
+    *,
+    cold: int = RETRIED,
 ) -> tuple[int | None, bool]:
     """The suspect the next sample is pointed at, and whether it is asked warmer: the top
-    RETRIED suspects once each at temperature 0 (a line an earlier sample changed is left out),
-    then the warmer retries of HOT_RETRIES in order, then the rest once each at temperature 0.
-    (None, False) when none is left."""
+    `cold` suspects once each at temperature 0 (a line an earlier sample changed is left out),
+    then the warmer retries of HOT_RETRIES (of the top RETRIED) in order, then the rest once
+    each at temperature 0. (None, False) when none is left."""
     top = range(min(RETRIED, len(suspects)))
 
     def fresh(i: int) -> bool:
         text = loosened(suspects[i].text)
         return (i, False) not in pointed and not any(part in text for part in changed)
 
-    cold = next((i for i in top if fresh(i)), None)
-    if cold is not None:
-        return cold, False
+    first = next((i for i in top[:cold] if fresh(i)), None)
+    if first is not None:
+        return first, False
     retries = [i for i in HOT_RETRIES if i < len(top)]
     done = sum(warm for _, warm in pointed)
     if done < len(retries):

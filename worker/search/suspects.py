@@ -56,6 +56,9 @@ class Suspect:
     # In a function the failing tests call, where no failure names a line (reached.py): no
     # counts behind it.
     reached: bool = False
+    # The indentation a line added right after this one takes (moves.py's insertion): the next
+    # line's where this one opens a block (`if x:`, `for (...) {`), else this line's own.
+    indent_after: str = ""
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -103,7 +106,14 @@ def rank(
             found.append(Suspect(rel, number, source[:MAX_TEXT], score, ef, ep))
     found.sort(key=lambda s: (-s.score, kind(s.text), s.ep, -s.ef, s.path, s.line))
     # The lines around, for the suspects kept only (a traced run can reach thousands of lines).
-    return [replace(s, around=lines_around(texts[s.path], s.line)) for s in found[:limit]]
+    return [
+        replace(
+            s,
+            around=lines_around(texts[s.path], s.line),
+            indent_after=indent_after(texts[s.path], s.line),
+        )
+        for s in found[:limit]
+    ]
 
 
 def kind(text: str) -> int:
@@ -135,6 +145,23 @@ def lines_around(text: list[str], number: int) -> str:
     a pointed sample shows of its line (bench/lines.py builds the same prompt)."""
     first, last = max(1, number - AROUND), min(len(text), number + AROUND)
     return numbered(text, range(first, last + 1), mark=number, text=lambda s: s[:MAX_TEXT])
+
+
+def indent_after(text: list[str], number: int) -> str:
+    """The indentation of a line added after line `number` of `text`: the next code line's
+    where line `number` opens a block (ends in `:` or `{`) and that line is deeper, else its own.
+
+    >>> indent_after(["if x:", "    y = 1"], 1), indent_after(["\\tx := 1", "\\treturn x"], 1)
+    ('    ', '\\t')
+    """
+    if not 0 < number <= len(text):
+        return ""
+    line = text[number - 1]
+    own = line[: len(line) - len(line.lstrip())]
+    below = next((ln for ln in text[number:] if ln.strip()), "")
+    deeper = below[: len(below) - len(below.lstrip())]
+    opens = line.split("//")[0].split(" #")[0].rstrip().endswith((":", "{"))
+    return deeper if opens and len(deeper) > len(own) else own
 
 
 def read_lines(workspace: Path, rel: str) -> list[str] | None:
