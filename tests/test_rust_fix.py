@@ -132,17 +132,20 @@ def test_an_ignored_test_is_refused_and_printed_passes_are_not_read(
 
 
 @pytest.mark.parametrize(
-    ("toolchain", "said"),
+    ("toolchain", "said", "env"),
     [
-        ('[toolchain]\nchannel = "nightly"\n', "a nightly toolchain: none is here"),
-        ("1.99\n", "asks for Rust 1.99 or newer; the newest here is 1.96"),
+        ('[toolchain]\nchannel = "nightly"\n', "a nightly toolchain: none is here", {}),
+        ("1.99\n", "asks for Rust 1.99 or newer; the newest here is 1.96", {}),
+        # The user's rustup dist server, not answering: named after what exists.
+        ("1.99\n", "; your RUSTUP_DIST_SERVER (127.0.0.1:9) did not answer",
+         {"RUSTUP_DIST_SERVER": "http://127.0.0.1:9"}),
     ],
-)
-def test_a_toolchain_no_source_has_stops_in_one_line(make_repo, tmp_path, toolchain, said):
+)  # fmt: skip
+def test_a_toolchain_no_source_has_stops_in_one_line(make_repo, tmp_path, toolchain, said, env):
     name = "rust-toolchain.toml" if "[" in toolchain else "rust-toolchain"
     repo = make_repo({**CRATE, name: toolchain})
     with ScriptedServer(script=[]) as server:
-        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url, env=env)
     assert server.requests == []
     assert proc.returncode == 6, proc.stderr
     assert said in proc.stderr and "available: 1.63" in proc.stderr, proc.stderr

@@ -16,8 +16,14 @@ here (1.63: no sparse index), the next one instead, the first named as passed ov
 channel no source has (`nightly`, `beta`, a dated one) or a release newer than any:
 `WrongRust`, exit 6, naming what was asked and what exists.
 
-The sources are Debian's packages (SOURCES): no rustup server is reachable from here, and
-Debian's mirror is, for the image build only (image.py). Each is its own image, built once.
+The sources are Debian's packages (SOURCES; Debian's mirror is reachable for the image build
+only, image.py) and, when the user names one (RUSTUP_DIST_SERVER), their rustup dist server
+(dist.py, dist_image.py). Debian's first, offline-first: the server is asked only for what
+Debian's packages lack, a pin whose release line no package has (`1.77`, `1.77.2`: that exact
+toolchain beats Debian's newer release that would merely build it), a channel (`nightly`,
+`beta`, a dated one) or a minimum newer than any package. A server that does not have it (or
+does not answer) is named in the line, and the choice is Debian's, or WrongRust naming both.
+Each toolchain is its own image, built once.
 """
 
 from __future__ import annotations
@@ -31,6 +37,12 @@ from typing import Any
 
 import tomllib
 
+from sandbox.ecosystems.rust.dist import (
+    DistToolchain,
+    DistUnavailable,
+    dist_server,
+    server_toolchain,
+)
 from sandbox.ecosystems.rust.errors import WrongRust
 from sandbox.worktree.repo_files import RepoFiles
 
@@ -47,6 +59,10 @@ class Source:
     packages: tuple[str, ...]  # `apt-get install` arguments (pinned where a suite has several)
     apt_line: str  # the sources.list line the packages come from
     said: str  # the source in the user's words
+
+    @property
+    def image(self) -> str:
+        return rust_image_name(dotted(self.version, line=True))
 
 
 _BOOKWORM = "deb http://deb.debian.org/debian bookworm main"
@@ -112,7 +128,7 @@ class Ask:
 class RustChoice:
     """The Rust (and so the image) a run gets, and why."""
 
-    source: Source
+    source: Source | DistToolchain
     why: str
     passed_over: tuple[str, ...] = ()
 
@@ -122,7 +138,7 @@ class RustChoice:
 
     @property
     def image(self) -> str:
-        return rust_image_name(self.line)
+        return self.source.image
 
     def describe(self, built: str | None = None, built_s: float | None = None) -> str:
         why = "; ".join((self.why, *(f"passed over {p}" for p in self.passed_over)))
@@ -150,22 +166,51 @@ SPARSE_SINCE: Version = (1, 68, 0)
 DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 
 
-def choose_rust(repo: Path, *, environ: Mapping[str, str] | None = None) -> RustChoice:
-    """The Rust for a run on `repo` (the module docstring). A rustup distribution server the
-    user names (RUSTUP_DIST_SERVER in `environ`, os.environ by default) is not one of the
-    sources (no rustup in the images yet: docs/rust-tests.md): said, in the choice's line or
-    in the refusal's, never silently ignored."""
-    server = (os.environ if environ is None else environ).get("RUSTUP_DIST_SERVER", "")
-    unused = f"your RUSTUP_DIST_SERVER ({server}): no rustup here, Debian's packages only"
+def choose_rust(
+    repo: Path, *, environ: Mapping[str, str] | None = None, cache: Path | None = None
+) -> RustChoice:
+    """The Rust for a run on `repo` (the module docstring): Debian's, or the toolchain of the
+    user's rustup dist server (RUSTUP_DIST_SERVER in `environ`, os.environ by default) where
+    Debian's lack what the project asks. A server not taken or lacking it is said, in the
+    choice's line or in the refusal's, never silently passed over."""
+    ask = asked(repo)
+    fetches = depends_on_crates(RepoFiles(repo))
+    debian: RustChoice | None = None
     try:
-        choice = pick_rust(asked(repo), fetches=depends_on_crates(RepoFiles(repo)))
+        debian = pick_rust(ask, fetches=fetches)
     except WrongRust as exc:
-        if server:
-            raise WrongRust(f"{exc}; {unused}") from exc
-        raise
-    if server:
-        return replace(choice, passed_over=(*choice.passed_over, unused))
-    return choice
+        missing = exc
+    said = ""
+    try:
+        server = dist_server(os.environ if environ is None else environ)
+    except DistUnavailable as exc:
+        server, said = None, str(exc)
+    if server is not None and ask is not None and _server_asked(ask, debian):
+        try:
+            toolchain, said = server_toolchain(
+                server, ask.text, pin=ask.pin, oldest=SPARSE_SINCE if fetches else (0, 0, 0),
+                cache=cache,
+            )  # fmt: skip
+        except DistUnavailable as exc:
+            toolchain, said = None, str(exc)
+        if toolchain is not None:
+            how = "that toolchain" if ask.pin else f"its {toolchain.channel}"
+            kind = "asks for" if ask.pin else "needs at least"
+            return RustChoice(source=toolchain, why=f"{ask.where} {kind} {ask.text}: {how}")
+    if server is not None and not said:
+        said = f"{server.said}: not needed, {debian.source.said if debian else ''} has it"
+    if debian is None:
+        raise WrongRust(f"{missing}; {said}" if said else str(missing)) from missing
+    return replace(debian, passed_over=(*debian.passed_over, said)) if said else debian
+
+
+def _server_asked(ask: Ask, debian: RustChoice | None) -> bool:
+    """Whether the user's server is asked: Debian's have nothing for `ask`, or `ask` pins a
+    release line none of them is."""
+    if debian is None:
+        return True
+    wanted = parse_version(ask.text)
+    return ask.pin and wanted is not None and debian.source.version[:2] != wanted[:2]
 
 
 def depends_on_crates(files: RepoFiles) -> bool:

@@ -6,6 +6,7 @@ asks for (choice.py, image.py). See docs/rust-tests.md."""
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shlex
@@ -20,6 +21,9 @@ from sandbox.ecosystems.base import FailedRun, Instrumented, Places, Stage
 from sandbox.ecosystems.rust.choice import RustChoice, choose_rust, read_manifest, source_for
 from sandbox.ecosystems.rust.cireport import deselect_args, has_rust_test, read_rust_ci_report
 from sandbox.ecosystems.rust.command import CargoTest, instrumented
+from sandbox.ecosystems.rust.dist import DistToolchain, dist_server, server_toolchain
+from sandbox.ecosystems.rust.dist_image import ensure_dist_image
+from sandbox.ecosystems.rust.errors import WrongRust
 from sandbox.ecosystems.rust.image import RustImage, ensure_rust_image
 from sandbox.ecosystems.rust.report import RUNNER, RUSTDOC, parse_cargo_report
 from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
@@ -71,7 +75,11 @@ class RustToolchain:
     def ensure(
         self, client: docker.DockerClient, *, progress: Callable[[str], None]
     ) -> float | None:
-        self.built = ensure_rust_image(client, line=self.choice.line, progress=progress)
+        source = self.choice.source
+        if isinstance(source, DistToolchain):
+            self.built = ensure_dist_image(client, source, progress=progress)
+        else:
+            self.built = ensure_rust_image(client, line=self.choice.line, progress=progress)
         return self.built.built_s
 
     def describe(self, built_s: float | None = None) -> str:
@@ -86,6 +94,24 @@ class RustToolchain:
         return self.choice.to_dict(
             built=built.rust if built else None, built_s=built.built_s if built else None
         )
+
+
+def _from_server(
+    client: docker.DockerClient,
+    version: str,
+    *,
+    missing: WrongRust,
+    name: str | None,
+    progress: Callable[[str], None],
+) -> RustImage:
+    """`version`'s image from the user's rustup dist server; WrongRust naming both sources."""
+    server = dist_server(os.environ)
+    if server is None:
+        raise missing
+    toolchain, why = server_toolchain(server, version, pin=True)
+    if toolchain is None:
+        raise WrongRust(f"{missing}; {why}")
+    return ensure_dist_image(client, toolchain, progress=progress, name=name)
 
 
 def ci_test_flags(files: RepoFiles) -> list[str]:
@@ -191,12 +217,17 @@ class Rust:
         name: str | None,
         progress: Callable[[str], None],
     ) -> str | None:
-        """A Rust image from Debian's packages (image.py)."""
+        """A Rust image from Debian's packages (image.py), else from the user's rustup dist
+        server (dist_image.py) when they name one."""
         match = re.fullmatch(r"(1\.\d+)(\.\d+)?", version)
         if match is None:
             raise ValueError(f"--rust takes a release line (1.96) or a release, not {version!r}")
-        source_for(match.group(1))  # WrongRust (exit 6) for a line no source has
-        image = ensure_rust_image(client, line=match.group(1), progress=progress, name=name)
+        try:
+            source_for(match.group(1))  # WrongRust (exit 6) for a line no source has
+        except WrongRust as exc:
+            image = _from_server(client, version, missing=exc, name=name, progress=progress)
+        else:
+            image = ensure_rust_image(client, line=match.group(1), progress=progress, name=name)
         return (
             None
             if image.built_s is not None

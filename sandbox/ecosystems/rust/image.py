@@ -64,6 +64,13 @@ RUN set -e; echo '{source.apt_line}' > /etc/apt/sources.list.d/worker-rust.list;
     rustc --version; cargo --version; \\
     rustc --version | grep -q '^rustc {line}\\.'; \\
     rustfmt --version; \\
+{environment()}"""
+
+
+def environment() -> str:
+    """The end of a Rust image's Dockerfile (after a RUN line's `\\`, as root): cargo's folders
+    made the sandbox user's, the environment, that user."""
+    return f"""\
     mkdir -p {CARGO_HOME} {TARGET_DIR}; chown -R ${{UID}}:${{UID}} {CARGO_HOME} {TARGET_DIR}
 ENV CARGO_HOME={CARGO_HOME} \\
     CARGO_TARGET_DIR={TARGET_DIR} \\
