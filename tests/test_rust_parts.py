@@ -300,6 +300,33 @@ def test_the_users_registries_are_let_through_and_their_tokens_reach_the_fetch_a
     assert not any("registry 'corp'" in n for n in plan.notes)
 
 
+def test_a_token_in_the_users_credentials_file_reaches_the_fetch_alone_masked(tmp_path):
+    from sandbox.ecosystems.rust.setup_infer import infer_rust_setup
+    from sandbox.setup.cache import SetupSpec, _secrets, with_host_config
+
+    manifest = CRATE["Cargo.toml"] + 'mine = { version = "1", registry = "corp" }\n'
+    repo = _write(tmp_path / "repo", {**CRATE, "Cargo.toml": manifest})
+    home = _write(tmp_path / "home", {
+        "config.toml": '[registries.corp]\nindex = "sparse+https://crates.corp.example/index/"\n',
+        "credentials.toml": '[registry]\ntoken = "cio-file"\n\n'
+        '[registries.corp]\ntoken = "corp-file"\n',
+    })  # fmt: skip
+    environ = {"CARGO_REGISTRY_TOKEN": "cio-env", "PATH": "/bin"}  # the environment's wins
+    plan = infer_rust_setup(repo, "cargo test", environ=environ, cargo_home=home)
+    # The build after the fetch runs the repository's build scripts: no token reaches it.
+    assert plan.command == (
+        "cargo fetch --locked && { env -u CARGO_REGISTRY_TOKEN -u CARGO_REGISTRIES_CORP_TOKEN "
+        "cargo test --no-run || true; }"
+    )
+    assert "corp-file" not in repr(plan) and "corp-file" not in str(plan.installer.key_parts())
+    spec = SetupSpec(command=plan.command or "", installer=plan.installer)
+    spec, env = with_host_config(spec, environ)
+    assert env["CARGO_REGISTRIES_CORP_TOKEN"] == "corp-file"
+    assert env["CARGO_REGISTRY_TOKEN"] == "cio-env"
+    assert "CARGO_REGISTRIES_CORP_TOKEN" in spec.env_names  # passed as --setup-env: masked
+    assert _secrets(spec, env).mask("got corp-file-token") == "got ***-token"
+
+
 MIRROR = """\
 [source.crates-io]
 replace-with = "corp-mirror"

@@ -24,8 +24,9 @@ in the environment (passed, its host allowed), and each `[registries.<name>] ind
 user's own `$CARGO_HOME/config.toml` (~/.cargo/config.toml: its URL given to set-up as
 `CARGO_REGISTRIES_<NAME>_INDEX`, its host allowed). A registry's downloads must come from its
 index's host (a `dl` elsewhere: --setup-network full). Their tokens
-(`CARGO_REGISTRIES_<NAME>_TOKEN`, `CARGO_REGISTRY_TOKEN`) reach `cargo fetch` alone: the build
-that follows, whose build scripts are the repository's code, runs without them.
+(`CARGO_REGISTRIES_<NAME>_TOKEN`, `CARGO_REGISTRY_TOKEN`, from the environment or from their own
+`$CARGO_HOME/credentials.toml`: credentials.py) reach `cargo fetch` alone: the build that
+follows, whose build scripts are the repository's code, runs without them.
 
 A mirror the user puts in crates.io's place (`[source.crates-io] replace-with` in their own
 configuration, replacement.py) is let through instead of crates.io, and the replacement is
@@ -48,6 +49,7 @@ import tomllib
 
 from sandbox.ecosystems.rust.choice import DEPENDENCY_TABLES, manifests
 from sandbox.ecosystems.rust.command import CargoTest
+from sandbox.ecosystems.rust.credentials import CredentialTokens, token_names
 from sandbox.ecosystems.rust.image import CARGO_HOME, TARGET_DIR
 from sandbox.ecosystems.rust.replacement import Replacement, user_replacement
 from sandbox.setup.installer import Installer
@@ -97,6 +99,8 @@ class UserCargo:
     replacement: Replacement | None = None
     #: What of theirs set-up does not take, and why (a mirror in a folder of their machine).
     notes: tuple[str, ...] = ()
+    #: The names of the tokens their credentials file gives (credentials.py), never the values.
+    file_tokens: tuple[str, ...] = ()
 
 
 def user_installer(environ: Mapping[str, str], home: Path | None) -> UserCargo:
@@ -129,8 +133,17 @@ def user_installer(environ: Mapping[str, str], home: Path | None) -> UserCargo:
         passed=tuple(tokens),
         env=env,
     )
+    from_file = token_names(home, environ)
+    if from_file and home is not None:
+        installer = replace(installer, host_config=CredentialTokens(home, environ))
     notes = (why_not,) if why_not else ()
-    return UserCargo(installer=installer, registries=names, replacement=mirror, notes=notes)
+    return UserCargo(
+        installer=installer,
+        registries=names,
+        replacement=mirror,
+        notes=notes,
+        file_tokens=from_file,
+    )
 
 
 def _user_config(home: Path | None) -> dict[str, Any]:
@@ -180,7 +193,7 @@ def infer_rust_setup(
     flags = [] if parsed is None else _build_flags(parsed)
     fetch = "cargo fetch --locked" if locked else "cargo fetch"
     # The tokens reach the fetch alone: the build runs the repository's build scripts.
-    unset = [w for t in installer.passed for w in ("-u", t)]
+    unset = [w for t in (*installer.passed, *user.file_tokens) for w in ("-u", t)]
     build = shlex.join([*(["env", *unset] if unset else []), "cargo", "test", "--no-run", *flags])
     command = f"{fetch} && {{ {build} || true; }}"
     if user.replacement is not None:
