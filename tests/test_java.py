@@ -29,6 +29,8 @@ from sandbox.ecosystems.java.image import ensure_jdk_image
 from sandbox.ecosystems.java.reports import read_run_report, read_xml_reports
 from tests.java_projects import (
     FAILING,
+    FAILSAFE_FAILING,
+    FAILSAFE_PROJECT,
     GOOD_PATCH,
     PROJECT,
     RANGE_TEST,
@@ -320,6 +322,28 @@ def test_a_junit4_reactor_is_set_up_and_fixed_by_module_prefixed_ids(
     first = server.requests[0]["messages"][1]["content"]
     # The grounding (tree-sitter): the test, and what it calls in core.
     assert "core/src/main/java/org/acme/core/Temperature.java: Temperature.toFahrenheit" in first
+
+
+@pytest.mark.docker
+def test_failsafe_s_integration_tests_run_as_ci_runs_them_and_are_fixed_by_id(
+    make_repo, tmp_path, jdk_image
+):
+    """A POM binds maven-failsafe-plugin and CI runs `mvn -B -ntp verify`: set-up runs to
+    `verify` with no test selected (Failsafe's provider resolved), the offline baseline names
+    the failing IT by id beside the unit tests, and the scripted fix is verified on both."""
+    repo = make_repo(FAILSAFE_PROJECT)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "mvn clean, then verify with no test selected (CI's `mvn -B -ntp verify --file pom.xml` "
+        "(.github/workflows/ci.yml:9) runs maven-failsafe-plugin's tests, bound in pom.xml"
+    ) in proc.stderr
+    r = report(tmp_path / "out")
+    assert sorted(r["tests_before"]["failing"]) == FAILSAFE_FAILING
+    assert " -Dgpg.skip verify" in r["test_cmd"]
+    assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit"
+    assert r["verification"]["counts"] == {"passed": 7, "failed": 0, "errors": 0, "skipped": 0}
 
 
 @pytest.mark.docker

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from sandbox.ecosystems.java.phase import test_phase
 from sandbox.ecosystems.java.pom import read_reactor, repository_hosts
 from sandbox.ecosystems.java.settings import (
     MIRROR,
@@ -101,6 +102,9 @@ SETUP_FLAGS = (
     "-Dmaven.compiler.failOnError=false",
     "-Dmaven.test.failure.ignore=true",
 )
+#: Failsafe's own filter and flag, where the tests run to `verify` (phase.py): it ignores
+#: Surefire's `-Dtest`.
+FAILSAFE_SETUP_FLAGS = ("-Dit.test=*#workerSetupOnly", "-Dit.failIfNoSpecifiedTests=false")
 
 
 def _said_last(run: str) -> str:
@@ -162,7 +166,9 @@ def infer_java_setup(
     program = maven_program(files)
     maven = "sh ./mvnw" if program == "./mvnw" else program
     clean = shlex.join([*maven.split(), "-s", SETTINGS, "-B", "-q", "clean"])
-    test = shlex.join([*maven.split(), "-s", SETTINGS, *SETUP_FLAGS, "test"])
+    phase = test_phase(files, reactor)
+    flags = [*SETUP_FLAGS, *(FAILSAFE_SETUP_FLAGS if phase.integration else ())]
+    test = shlex.join([*maven.split(), "-s", SETTINGS, *flags, *phase.options, phase.phase])
     run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}"
     if program == "./mvnw":
         run = f"{_WRAPPER_JAR}; {run}"
@@ -180,6 +186,8 @@ def infer_java_setup(
     sources = [p.path for p in reactor.poms]
     if program == "./mvnw":
         sources.append(".mvn/wrapper/maven-wrapper.properties")
+    if phase.where is not None:
+        sources.append(phase.where)
     if user.mirror is not None:
         origin = f"the mirror {user.mirror.describe()}"
     elif environ.get(MIRROR):
@@ -190,7 +198,9 @@ def infer_java_setup(
         command=f"{_SETTINGS}; {_said_last(run)}",
         sources=tuple(sources),
         notes=tuple(notes),
-        summary=f"{program} clean, then test with no test selected: every plugin and dependency "
-        f"the tests of {what} need, resolved from {origin} into ~/.m2/repository",
+        summary=f"{program} clean, then {phase.phase} with no test selected"
+        + (f" ({phase.describe()})" if phase.integration else "")
+        + f": every plugin and dependency the tests of {what} need, resolved from {origin} "
+        "into ~/.m2/repository",
         installer=installer,
     )
