@@ -624,6 +624,55 @@ def test_the_mirror_of_central_in_the_user_s_settings_xml_is_set_up_s(
         client.close()
 
 
+@pytest.mark.docker
+def test_the_mirror_s_password_authenticates_and_is_in_no_output(make_repo, tmp_path, jdk_image):
+    """A repository behind basic auth (what Central served the kit's project, served from a
+    container on the bridge) named as the mirror of the user's settings.xml with its server's
+    password: set-up authenticates (Maven answers the 401 with the credentials) and succeeds;
+    the password is in no output. A wrong one: test_a_repository_s_http_answer_is_said_first."""
+    from tests.maven_repository import maven_repository
+
+    def worker(repo: Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo",
+             str(repo), "--json", "--test-cmd", "true"],
+            capture_output=True, text=True, timeout=600, env=fix_env(**env),
+        )  # fmt: skip
+
+    central = worker(make_repo(PROJECT, name="central"))
+    tag = re.search(r"(worker-setup:\w+)", central.stderr)
+    assert tag is not None, central.stderr
+    secret = "Pw-basic-auth-4417"
+    # A POM of its own (a comment), so that set-up runs through the mirror, not from a set-up
+    # image an earlier run of this test left (the mirror's address is not in its key).
+    unique = f"<!-- {os.urandom(8).hex()} -->\n"
+    fresh = {**PROJECT, "pom.xml": PROJECT["pom.xml"].replace("<project ", unique + "<project ")}
+    client = connect()
+    try:
+        served_from = tmp_path / "srv"
+        with maven_repository(
+            client, image=jdk_image, source=tag.group(1), root=served_from, user="builder",
+            password=secret,
+        ) as served:  # fmt: skip
+            settings = tmp_path / "settings.xml"
+            settings.write_text(
+                "<settings><servers><server><id>corp</id><username>builder</username>"
+                f"<password>{secret}</password></server></servers><mirrors><mirror>"
+                f"<id>corp</id><mirrorOf>*</mirrorOf><url>{served.url}</url></mirror>"
+                "</mirrors></settings>"
+            )
+            proc = worker(make_repo(fresh, name="fresh"), MAVEN_SETTINGS=str(settings))
+            assert proc.returncode == 0, proc.stderr
+            made = re.search(r"set-up done in [\d.]+s, cached as (worker-setup:\w+)", proc.stderr)
+            assert made is not None, proc.stderr
+            log = served.requested()
+            assert '"GET /' in log and '" 401 ' in log and '" 200 ' in log, log[-2000:]
+            assert secret not in proc.stdout + proc.stderr
+            client.images.remove(made.group(1), force=True)
+    finally:
+        client.close()
+
+
 def test_the_registry_line_names_the_java_flag():
     known = next(k for k in ECOSYSTEMS if k.module.endswith(".java.ecosystem"))
     assert known.image_flag is not None and known.image_flag[0] == "java"

@@ -109,13 +109,32 @@ FAILSAFE_SETUP_FLAGS = ("-Dit.test=*#workerSetupOnly", "-Dit.failIfNoSpecifiedTe
 
 def _said_last(run: str) -> str:
     """`run` with its output kept, and, when it fails, the line of Maven's that says why
-    (an artifact no repository has) said again last, for the set-up's one-line error."""
+    (an artifact no repository has) said again last, for the set-up's one-line error; a
+    repository's HTTP answer first (HTTP_ANSWER), where Maven's line buries it."""
     log, rc = "/tmp/worker-maven-setup.log", "/tmp/worker-maven-setup.rc"
     return (
         f"{{ {run}; echo $? > {rc}; }} 2>&1 | tee {log}; rc=$(cat {rc} 2>/dev/null || echo 1); "
         f'if [ "$rc" != 0 ]; then c=$(grep -m1 -oE "{_CAUSE}" {log} | sed "s/ -> .*//"); '
-        f'echo; echo "error: ${{c:-Maven failed (exit $rc)}}"; fi; exit $rc'
+        f'{HTTP_ANSWER}echo; echo "error: ${{c:-Maven failed (exit $rc)}}"; fi; exit $rc'
     )
+
+
+#: Maven's line for a repository that answered with an error (`Could not transfer artifact A
+#: from/to central (URL): authentication failed for URL/..., status: 401 Unauthorized`; Maven
+#: 3.9: `status code: 401, reason phrase: ...`) said as `URL answered 401 Unauthorized for A`,
+#: and where credentials come from when it is a 401 or 403: the one-line error keeps 240
+#: characters, which Maven's own line spends before it names the host.
+HTTP_ANSWER = (
+    """u=$(printf %s "$c" | grep -oE 'from/to [^ ]+ [(][^)]*[)]' | head -n1 """
+    """| sed 's/^from.to [^ ]* .//; s/.$//'); """
+    """s=$(printf %s "$c" | grep -oE 'status( code)?: [0-9]{3}[^,]*' | head -n1 """
+    """| sed 's/^[^:]*: //'); """
+    """a=$(printf %s "$c" | grep -oE 'Could not transfer artifact [^ ]+' | head -n1 """
+    """| sed 's/^Could not transfer artifact //'); """
+    """if [ -n "$u" ] && [ -n "$s" ]; then c="$u answered $s for ${a:-an artifact}"; """
+    """case "$s" in 401*|403*) c="$c (its credentials: the <server> of your settings.xml's """
+    """mirror, or MAVEN_MIRROR_USERNAME and --setup-env MAVEN_MIRROR_PASSWORD)";; esac; fi; """
+)
 
 
 _CAUSE = (
