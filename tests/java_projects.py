@@ -284,3 +284,41 @@ REACTOR_PATCH = (
     "+        return celsius * 9 / 5 + 32;\n"
     "     }\n"
 )
+
+RANGE_IT = """\
+package com.example;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+class RangeIT {
+    @Test
+    void containsItsWholeSpan() {
+        Range range = new Range(0, 3);
+        for (int i = 0; i <= 3; i++) {
+            assertTrue(range.contains(i), "contains " + i);
+        }
+    }
+}
+"""
+#: The JUnit 5 project with an integration test run by maven-failsafe-plugin (bound in its
+#: POM), which CI runs with `verify`: the IT fails from the same wrong comparison.
+FAILSAFE_PROJECT = {
+    **PROJECT,
+    "pom.xml": POM.replace(
+        "    </plugins>",
+        "      <plugin>\n        <artifactId>maven-failsafe-plugin</artifactId>\n"
+        "        <version>3.2.5</version>\n        <executions>\n          <execution>\n"
+        "            <goals><goal>integration-test</goal><goal>verify</goal></goals>\n"
+        "          </execution>\n        </executions>\n      </plugin>\n    </plugins>",
+    ),
+    "src/test/java/com/example/RangeIT.java": RANGE_IT,
+    ".github/workflows/ci.yml": (
+        "name: ci\non: [push]\njobs:\n  build:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n"
+        "      - run: mvn -B -ntp package -DskipTests\n"
+        "      - run: mvn -B -ntp verify --file pom.xml\n"
+    ),
+}
+FAILSAFE_FAILING = sorted([*FAILING, ".::com.example.RangeIT#containsItsWholeSpan"])

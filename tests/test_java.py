@@ -29,6 +29,8 @@ from sandbox.ecosystems.java.image import ensure_jdk_image
 from sandbox.ecosystems.java.reports import read_run_report, read_xml_reports
 from tests.java_projects import (
     FAILING,
+    FAILSAFE_FAILING,
+    FAILSAFE_PROJECT,
     GOOD_PATCH,
     PROJECT,
     RANGE_TEST,
@@ -323,6 +325,28 @@ def test_a_junit4_reactor_is_set_up_and_fixed_by_module_prefixed_ids(
 
 
 @pytest.mark.docker
+def test_failsafe_s_integration_tests_run_as_ci_runs_them_and_are_fixed_by_id(
+    make_repo, tmp_path, jdk_image
+):
+    """A POM binds maven-failsafe-plugin and CI runs `mvn -B -ntp verify`: set-up runs to
+    `verify` with no test selected (Failsafe's provider resolved), the offline baseline names
+    the failing IT by id beside the unit tests, and the scripted fix is verified on both."""
+    repo = make_repo(FAILSAFE_PROJECT)
+    with ScriptedServer(script=[tool_call("apply_patch", {"patch": GOOD_PATCH})]) as server:
+        proc = run_fix(repo, tmp_path / "out", base_url=server.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "mvn clean, then verify with no test selected (CI's `mvn -B -ntp verify --file pom.xml` "
+        "(.github/workflows/ci.yml:9) runs maven-failsafe-plugin's tests, bound in pom.xml"
+    ) in proc.stderr
+    r = report(tmp_path / "out")
+    assert sorted(r["tests_before"]["failing"]) == FAILSAFE_FAILING
+    assert " -Dgpg.skip verify" in r["test_cmd"]
+    assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit"
+    assert r["verification"]["counts"] == {"passed": 7, "failed": 0, "errors": 0, "skipped": 0}
+
+
+@pytest.mark.docker
 def test_the_super_poms_old_surefire_keeps_its_reports(make_repo, jdk_image):
     """A POM that names no Surefire gets the one Maven's super POM binds (2.12.4 in Debian's
     Maven 3.8.7; skyscreamer/JSONassert 1.5.3, bench/corpus-java.toml), which deletes the
@@ -596,6 +620,55 @@ def test_the_mirror_of_central_in_the_user_s_settings_xml_is_set_up_s(
     client = connect()
     try:
         assert secret not in json.dumps(client.images.get(tag.group(1)).attrs)
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+def test_the_mirror_s_password_authenticates_and_is_in_no_output(make_repo, tmp_path, jdk_image):
+    """A repository behind basic auth (what Central served the kit's project, served from a
+    container on the bridge) named as the mirror of the user's settings.xml with its server's
+    password: set-up authenticates (Maven answers the 401 with the credentials) and succeeds;
+    the password is in no output. A wrong one: test_a_repository_s_http_answer_is_said_first."""
+    from tests.maven_repository import maven_repository
+
+    def worker(repo: Path, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "worker.cli.main", "sandbox", "run-tests", "--repo",
+             str(repo), "--json", "--test-cmd", "true"],
+            capture_output=True, text=True, timeout=600, env=fix_env(**env),
+        )  # fmt: skip
+
+    central = worker(make_repo(PROJECT, name="central"))
+    tag = re.search(r"(worker-setup:\w+)", central.stderr)
+    assert tag is not None, central.stderr
+    secret = "Pw-basic-auth-4417"
+    # A POM of its own (a comment), so that set-up runs through the mirror, not from a set-up
+    # image an earlier run of this test left (the mirror's address is not in its key).
+    unique = f"<!-- {os.urandom(8).hex()} -->\n"
+    fresh = {**PROJECT, "pom.xml": PROJECT["pom.xml"].replace("<project ", unique + "<project ")}
+    client = connect()
+    try:
+        served_from = tmp_path / "srv"
+        with maven_repository(
+            client, image=jdk_image, source=tag.group(1), root=served_from, user="builder",
+            password=secret,
+        ) as served:  # fmt: skip
+            settings = tmp_path / "settings.xml"
+            settings.write_text(
+                "<settings><servers><server><id>corp</id><username>builder</username>"
+                f"<password>{secret}</password></server></servers><mirrors><mirror>"
+                f"<id>corp</id><mirrorOf>*</mirrorOf><url>{served.url}</url></mirror>"
+                "</mirrors></settings>"
+            )
+            proc = worker(make_repo(fresh, name="fresh"), MAVEN_SETTINGS=str(settings))
+            assert proc.returncode == 0, proc.stderr
+            made = re.search(r"set-up done in [\d.]+s, cached as (worker-setup:\w+)", proc.stderr)
+            assert made is not None, proc.stderr
+            log = served.requested()
+            assert '"GET /' in log and '" 401 ' in log and '" 200 ' in log, log[-2000:]
+            assert secret not in proc.stdout + proc.stderr
+            client.images.remove(made.group(1), force=True)
     finally:
         client.close()
 

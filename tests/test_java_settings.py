@@ -141,3 +141,39 @@ def test_maven_mirror_url_wins_and_no_file_changes_nothing(tmp_path):
     assert settings_path({}, tmp_path) == tmp_path / ".m2" / "settings.xml"
     named = read_user_settings(tmp_path / "none.xml", {"MAVEN_SETTINGS": "x"})
     assert named.notes and "not a file" in named.notes[0]
+
+
+def test_a_repository_s_http_answer_is_said_first_with_where_credentials_come_from():
+    """Maven's line for a 401 (3.8.7's, from a set-up through a mirror given a wrong password;
+    3.9's wording) spends the one-line error's 240 characters before it names the host: the
+    set-up says the URL, the status and the artifact first. Run by sh, as set-up runs it."""
+    import subprocess
+
+    from sandbox.ecosystems.java.setup_infer import HTTP_ANSWER
+
+    def said(cause: str) -> str:
+        run = ["sh", "-c", HTTP_ANSWER + 'printf %s "$c"']
+        return subprocess.run(run, env={"c": cause}, capture_output=True, text=True).stdout
+
+    maven_387 = (
+        "Plugin org.apache.maven.plugins:maven-resources-plugin:2.6 or one of its dependencies "
+        "could not be resolved: Failed to read artifact descriptor for org.apache.maven.plugins:"
+        "maven-resources-plugin:jar:2.6: Could not transfer artifact org.apache.maven.plugins:"
+        "maven-resources-plugin:pom:2.6 from/to central (http://172.17.0.4:8000/af4e8af36842/): "
+        "authentication failed for http://172.17.0.4:8000/af4e8af36842/org/apache/maven/plugins/"
+        "maven-resources-plugin/2.6/maven-resources-plugin-2.6.pom, status: 401 Unauthorized"
+    )
+    assert said(maven_387) == (
+        "http://172.17.0.4:8000/af4e8af36842/ answered 401 Unauthorized for org.apache.maven."
+        "plugins:maven-resources-plugin:pom:2.6 (its credentials: the <server> of your "
+        "settings.xml's mirror, or MAVEN_MIRROR_USERNAME and --setup-env MAVEN_MIRROR_PASSWORD)"
+    )
+    maven_39 = (
+        "Could not transfer artifact a:b:pom:1 from/to central (https://nexus.corp.example/m2): "
+        "status code: 403, reason phrase: Forbidden (403)"
+    )
+    assert said(maven_39).startswith("https://nexus.corp.example/m2 answered 403 for a:b:pom:1 (")
+    missing = "Could not find artifact org.example:nowhere:jar:9.9.9 in central (https://r/m2)"
+    assert said(missing) == missing
+    gone = maven_39.replace("status code: 403, reason phrase: Forbidden (403)", "status: 502")
+    assert said(gone) == "https://nexus.corp.example/m2 answered 502 for a:b:pom:1"

@@ -43,6 +43,11 @@ VALUE_OPTIONS = frozenset(
 _CLASS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 #: Surefire's own flags for a run with no test matching in some module.
 NONE_MATCHING = ("-Dsurefire.failIfNoSpecifiedTests=false", "-DfailIfNoTests=false")
+#: Failsafe's, which reads its own filter (`-Dit.test`), not Surefire's.
+IT_NONE_MATCHING = "-Dit.failIfNoSpecifiedTests=false"
+#: The goals that run Failsafe's tests, where a POM binds it (phase.py).
+_FAILSAFE_GOALS = frozenset({"integration-test", "verify", "install", "deploy"})
+_FILTERS = ("-Dtest=", "-Dit.test=")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,10 +97,22 @@ class MavenCommand:
             goals=tuple(goals),
         )
 
+    @property
+    def integration(self) -> bool:
+        """Whether it runs as far as Failsafe's tests (`verify`, `failsafe:integration-test`)."""
+        return any(g in _FAILSAFE_GOALS or g.startswith("failsafe:") for g in self.goals)
+
+    def _filters(self, value: str) -> list[str]:
+        """`-Dtest=value`, and Failsafe's `-Dit.test=value` where it runs, with the flags that
+        let a module (or a plugin) find none of them."""
+        if not self.integration:
+            return [f"-Dtest={value}", *NONE_MATCHING]
+        return [f"-Dtest={value}", f"-Dit.test={value}", *NONE_MATCHING, IT_NONE_MATCHING]
+
     def selection(self, ids: Sequence[str]) -> list[str]:
         """The options that select the tests `ids` name: their top-level classes, in every
-        module; none (the whole suite) when an id is not a test's (a file that did not
-        compile)."""
+        module, for Surefire and Failsafe alike; none (the whole suite) when an id is not a
+        test's (a file that did not compile)."""
         classes: dict[str, None] = {}
         for test_id in ids:
             module, sep, rest = test_id.partition("::")
@@ -105,13 +122,13 @@ class MavenCommand:
             classes[name] = None
         if not classes:
             return []
-        return [f"-Dtest={','.join(classes)}", *NONE_MATCHING]
+        return self._filters(",".join(classes))
 
     def command(self, ids: Sequence[str], *, folder: str, report: str) -> str:
         """The shell that runs it with its reports in `folder` (fresh) and packs them, with the
         log, into the tar `report` (see the module docstring)."""
         options = (
-            [o for o in self.options if not o.startswith("-Dtest=")] if ids else [*self.options]
+            [o for o in self.options if not o.startswith(_FILTERS)] if ids else [*self.options]
         )
         ours = ["-B", "-Dstyle.color=never", f"-Dmaven.ext.class.path={EXTENSION_JAR}",
                 f"-Dworker.reports={folder}/r"]  # fmt: skip
@@ -144,11 +161,11 @@ class MavenCommand:
             if not re.fullmatch(r"[\w$]+", method):
                 return None
             excluded.append(f"!{klass}#{method}")
-        if not excluded or any(o.startswith("-Dtest=") for o in self.options):
+        if not excluded or any(o.startswith(_FILTERS) for o in self.options):
             return None
-        # Exclusions alone: Surefire keeps its own includes (a nested class's tests with its
-        # outer class; naming the includes here would lose them).
-        select = f"-Dtest={','.join(excluded)}"
-        words = [*self.assignments, *self.program, *self.options, select, *NONE_MATCHING]
+        # Exclusions alone: Surefire (and Failsafe) keep their own includes (a nested class's
+        # tests with its outer class; naming the includes here would lose them).
+        words = [*self.assignments, *self.program, *self.options]
+        words += self._filters(",".join(excluded))
         words += self.goals
         return shlex.join(words)

@@ -29,6 +29,7 @@ from sandbox.ecosystems.java.gradle import (
     refuse_gradle,
 )
 from sandbox.ecosystems.java.image import JDKS, JdkImage, ensure_jdk_image
+from sandbox.ecosystems.java.phase import test_phase
 from sandbox.ecosystems.java.pom import read_reactor
 from sandbox.ecosystems.java.reports import read_run_report
 from sandbox.ecosystems.java.setup_infer import infer_java_setup, maven_program
@@ -119,10 +120,11 @@ class Java:
         return bool(words) and words[0] in ("mvn", "./mvnw", "mvnw", "./gradlew", "gradle")
 
     def test_command(self, repo: Path) -> str | None:
-        """`mvn test` (`./mvnw test` with the wrapper); a Gradle build's `./gradlew test`."""
+        """`mvn test` (`./mvnw test` with the wrapper), or CI's `verify` where Failsafe's tests
+        run (phase.py); a Gradle build's `./gradlew test`."""
         files = RepoFiles(repo)
         if files.exists("pom.xml"):
-            return f"{maven_program(files)} test"
+            return test_phase(files, read_reactor(files)).command(maven_program(files))
         if is_gradle(files):
             return gradle_test_command(files)
         return None

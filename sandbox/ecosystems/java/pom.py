@@ -39,6 +39,10 @@ class Pom:
     compiler: dict[str, str]  # the compiler plugin's <release>, <source>, <target>
     toolchain_jdk: str | None  # maven-toolchains-plugin's <jdk><version>
     repositories: tuple[str, ...]  # <repositories> and <pluginRepositories> URLs
+    #: The artifactIds of `<build><plugins>` (the plugins its build runs), profiles' left out.
+    plugins: tuple[str, ...] = ()
+    #: Each plugin's goals bound by an `<execution>`, in `<plugins>` or `<pluginManagement>`.
+    goals: tuple[tuple[str, str], ...] = ()  # (artifactId, goal)
 
     @property
     def folder(self) -> str:
@@ -153,8 +157,13 @@ def read_pom(
     modules = tuple(m.text.strip() for m in _children(_child(root, "modules"), "module") if m.text)
     compiler: dict[str, str] = {}
     toolchain: str | None = None
+    goals: dict[tuple[str, str], None] = {}
     for plugin in _plugins(root):
         name = _text(_child(plugin, "artifactId"))
+        for execution in _children(_child(plugin, "executions"), "execution"):
+            for goal in _children(_child(execution, "goals"), "goal"):
+                if name and (text := _text(goal)):
+                    goals[(name, text)] = None
         config = _child(plugin, "configuration")
         if config is None:
             continue
@@ -180,6 +189,12 @@ def read_pom(
         compiler=compiler,
         toolchain_jdk=toolchain,
         repositories=repositories,
+        plugins=tuple(
+            name
+            for plugin in _children(_child(_child(root, "build"), "plugins"), "plugin")
+            if (name := _text(_child(plugin, "artifactId")))
+        ),
+        goals=tuple(goals),
     )
 
 

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from sandbox.ecosystems.java.phase import test_phase
 from sandbox.ecosystems.java.pom import read_reactor, repository_hosts
 from sandbox.ecosystems.java.settings import (
     MIRROR,
@@ -101,17 +102,39 @@ SETUP_FLAGS = (
     "-Dmaven.compiler.failOnError=false",
     "-Dmaven.test.failure.ignore=true",
 )
+#: Failsafe's own filter and flag, where the tests run to `verify` (phase.py): it ignores
+#: Surefire's `-Dtest`.
+FAILSAFE_SETUP_FLAGS = ("-Dit.test=*#workerSetupOnly", "-Dit.failIfNoSpecifiedTests=false")
 
 
 def _said_last(run: str) -> str:
     """`run` with its output kept, and, when it fails, the line of Maven's that says why
-    (an artifact no repository has) said again last, for the set-up's one-line error."""
+    (an artifact no repository has) said again last, for the set-up's one-line error; a
+    repository's HTTP answer first (HTTP_ANSWER), where Maven's line buries it."""
     log, rc = "/tmp/worker-maven-setup.log", "/tmp/worker-maven-setup.rc"
     return (
         f"{{ {run}; echo $? > {rc}; }} 2>&1 | tee {log}; rc=$(cat {rc} 2>/dev/null || echo 1); "
         f'if [ "$rc" != 0 ]; then c=$(grep -m1 -oE "{_CAUSE}" {log} | sed "s/ -> .*//"); '
-        f'echo; echo "error: ${{c:-Maven failed (exit $rc)}}"; fi; exit $rc'
+        f'{HTTP_ANSWER}echo; echo "error: ${{c:-Maven failed (exit $rc)}}"; fi; exit $rc'
     )
+
+
+#: Maven's line for a repository that answered with an error (`Could not transfer artifact A
+#: from/to central (URL): authentication failed for URL/..., status: 401 Unauthorized`; Maven
+#: 3.9: `status code: 401, reason phrase: ...`) said as `URL answered 401 Unauthorized for A`,
+#: and where credentials come from when it is a 401 or 403: the one-line error keeps 240
+#: characters, which Maven's own line spends before it names the host.
+HTTP_ANSWER = (
+    """u=$(printf %s "$c" | grep -oE 'from/to [^ ]+ [(][^)]*[)]' | head -n1 """
+    """| sed 's/^from.to [^ ]* .//; s/.$//'); """
+    """s=$(printf %s "$c" | grep -oE 'status( code)?: [0-9]{3}[^,]*' | head -n1 """
+    """| sed 's/^[^:]*: //'); """
+    """a=$(printf %s "$c" | grep -oE 'Could not transfer artifact [^ ]+' | head -n1 """
+    """| sed 's/^Could not transfer artifact //'); """
+    """if [ -n "$u" ] && [ -n "$s" ]; then c="$u answered $s for ${a:-an artifact}"; """
+    """case "$s" in 401*|403*) c="$c (its credentials: the <server> of your settings.xml's """
+    """mirror, or MAVEN_MIRROR_USERNAME and --setup-env MAVEN_MIRROR_PASSWORD)";; esac; fi; """
+)
 
 
 _CAUSE = (
@@ -162,7 +185,9 @@ def infer_java_setup(
     program = maven_program(files)
     maven = "sh ./mvnw" if program == "./mvnw" else program
     clean = shlex.join([*maven.split(), "-s", SETTINGS, "-B", "-q", "clean"])
-    test = shlex.join([*maven.split(), "-s", SETTINGS, *SETUP_FLAGS, "test"])
+    phase = test_phase(files, reactor)
+    flags = [*SETUP_FLAGS, *(FAILSAFE_SETUP_FLAGS if phase.integration else ())]
+    test = shlex.join([*maven.split(), "-s", SETTINGS, *flags, *phase.options, phase.phase])
     run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}"
     if program == "./mvnw":
         run = f"{_WRAPPER_JAR}; {run}"
@@ -180,6 +205,8 @@ def infer_java_setup(
     sources = [p.path for p in reactor.poms]
     if program == "./mvnw":
         sources.append(".mvn/wrapper/maven-wrapper.properties")
+    if phase.where is not None:
+        sources.append(phase.where)
     if user.mirror is not None:
         origin = f"the mirror {user.mirror.describe()}"
     elif environ.get(MIRROR):
@@ -190,7 +217,9 @@ def infer_java_setup(
         command=f"{_SETTINGS}; {_said_last(run)}",
         sources=tuple(sources),
         notes=tuple(notes),
-        summary=f"{program} clean, then test with no test selected: every plugin and dependency "
-        f"the tests of {what} need, resolved from {origin} into ~/.m2/repository",
+        summary=f"{program} clean, then {phase.phase} with no test selected"
+        + (f" ({phase.describe()})" if phase.integration else "")
+        + f": every plugin and dependency the tests of {what} need, resolved from {origin} "
+        "into ~/.m2/repository",
         installer=installer,
     )
