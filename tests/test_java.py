@@ -451,6 +451,36 @@ def test_a_run_with_no_forge_names_the_failing_tests_and_the_fix_passes(make_rep
 
 
 @pytest.mark.docker
+def test_classes_a_set_up_built_from_another_tree_never_stand_for_this_one_s(make_repo, jdk_image):
+    """A set-up image serves every tree with the same POMs: one is made where Range is right;
+    then the tree gets the planted bug, its files older than the image (an eval task made the
+    day before, a clone of another commit). Its run names the failing tests: set-up keeps no
+    class of the project's own, and the copy's files are as new as the copy. Before, the
+    set-up's classes of the right Range were laid over the tree, newer than its sources, and
+    Maven took them as up to date: 6 passed, the bug in place."""
+    unique = f"<!-- {os.urandom(8).hex()} -->\n"  # a set-up of its own, made from the right Range
+    repo = make_repo(
+        {**PROJECT, "pom.xml": PROJECT["pom.xml"].replace("<project ", unique + "<project ")}
+    )
+    subprocess.run(["git", "apply"], input=GOOD_PATCH, text=True, cwd=repo, check=True)
+    said, stderr = run_tests(repo)
+    made = re.search(r"cached as (worker-setup:\w+)", stderr)
+    assert said["passed"] is True and made is not None, stderr
+    subprocess.run(["git", "checkout", "--", "."], cwd=repo, check=True)
+    old = 946684800  # 2000-01-01
+    for path in repo.rglob("*"):
+        if path.is_file() and ".git" not in path.relative_to(repo).parts:
+            os.utime(path, (old, old))
+    said, stderr = run_tests(repo)
+    assert sorted(said["failing"]) == FAILING, stderr
+    client = connect()
+    try:
+        client.images.remove(made.group(1), force=True)
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
 def test_a_jdk_no_source_has_and_a_gradle_build_stop_before_any_model_call(make_repo, tmp_path):
     for name, files, words in (
         ("jdk", {**PROJECT, ".java-version": "1.8\n"}, ["JDK 8", "11, 17, 21", "--image"]),

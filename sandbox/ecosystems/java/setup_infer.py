@@ -33,6 +33,7 @@ as an `.npmrc`'s hosts are not; `--setup-network full` allows any host.
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
 from collections.abc import Mapping
 from dataclasses import replace
@@ -188,7 +189,14 @@ def infer_java_setup(
     phase = test_phase(files, reactor)
     flags = [*SETUP_FLAGS, *(FAILSAFE_SETUP_FLAGS if phase.integration else ())]
     test = shlex.join([*maven.split(), "-s", SETTINGS, *flags, *phase.options, phase.phase])
-    run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}"
+    # The project's own classes are the test run's to compile, from the tree it is given: a
+    # set-up image serves every tree with the same POMs, so classes it kept would be another
+    # tree's (workspace.py: the copy's times). What Maven resolved stays, in ~/.m2.
+    targets = " ".join(
+        sorted({shlex.quote(posixpath.join(p.folder, "target")) for p in reactor.poms})
+    )
+    run = f"{{ {clean} >/dev/null 2>&1 || true; }}; {test}; s=$?; rm -rf -- {targets or 'target'}"
+    run += "; (exit $s)"
     if program == "./mvnw":
         run = f"{_WRAPPER_JAR}; {run}"
     notes = [*reactor.notes, *user.notes]
