@@ -388,3 +388,27 @@ def test_ci_s_build_before_npm_test_runs_first_in_every_test_run(tmp_path):
     (tmp_path / "package.json").write_text(json.dumps({"scripts": scripts}))
     how = NODE.instrument("npm test", (), workspace=files.root, stage=lambda n, d: n, root="/w")
     assert how.command.count("tsc -p .") == 1
+
+
+def test_a_ci_value_with_spaces_stays_an_assignment_in_each_language_s_command():
+    """CI's `JAVA_OPTS: -Xss4m -Xmx1g` before the test command: each language package splits
+    the command into words and joins them again; quoted whole, the word was run as a command
+    named `JAVA_OPTS=-Xss4m -Xmx1g` (exit 127: java-classmate, bench/corpus-java.toml)."""
+    import subprocess
+
+    from sandbox.ecosystems.go.ecosystem import GoTestCommand
+    from sandbox.ecosystems.java.command import MavenCommand
+    from sandbox.ecosystems.words import shell_join
+
+    maven = MavenCommand.parse("JAVA_OPTS='-Xss4m -Xmx1g' mvn test")
+    assert maven is not None
+    run = maven.command([], folder="/tmp/worker-maven-x", report="/tmp/worker-report-x")
+    assert "{ JAVA_OPTS='-Xss4m -Xmx1g' mvn -o " in run
+    go = GoTestCommand.parse("GOFLAGS='-count=1 -v' go test ./...")
+    assert go is not None
+    assert go.command([], report="/tmp/r").startswith("GOFLAGS='-count=1 -v' go test -json")
+    said = subprocess.run(
+        ["sh", "-c", shell_join(["A=x y", "sh", "-c", 'printf %s "$A"'])],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert said.stdout == "x y"

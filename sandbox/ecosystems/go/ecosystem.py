@@ -24,6 +24,7 @@ from sandbox.ecosystems.go.image import GoImage, ensure_go_image, seed_command
 from sandbox.ecosystems.go.modules import GoModules, find_modules
 from sandbox.ecosystems.go.setup_infer import infer_go_setup, missing_modules
 from sandbox.ecosystems.go.testjson import parse_go_test_json
+from sandbox.ecosystems.words import shell_join
 from sandbox.setup.plan import SetupPlan
 from sandbox.source.grounding import Grounding
 from sandbox.source.places import LineCounts
@@ -142,7 +143,7 @@ class GoTestCommand:
         """`go test -json ...` writing its events to `report` (see `selection`)."""
         flags, packages = self.selection(ids)
         words = [*self.assignments, "go", "test", "-json", *flags, *packages]
-        return f"{shlex.join(words)} > {report}"
+        return f"{shell_join(words)} > {report}"
 
     def groups(self, ids: Sequence[str], modules: GoModules) -> dict[str, list[str]]:
         """The package patterns by the folder of the module each is in, as written there."""
@@ -164,7 +165,7 @@ class GoTestCommand:
             module = modules.at(where)
             env = [] if module is not None and module.vendored else ["GOFLAGS=-mod=readonly"]
             words = [*env, *self.assignments, "go", "test", "-json", *flags, *patterns]
-            lines.append(f"(cd {shlex.quote(where)} && {shlex.join(words)} >> {report}) || rc=$?")
+            lines.append(f"(cd {shlex.quote(where)} && {shell_join(words)} >> {report}) || rc=$?")
         return "; ".join([*lines, "exit $rc"])
 
 

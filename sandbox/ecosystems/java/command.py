@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sandbox.ecosystems.java.image import EXTENSION_JAR
+from sandbox.ecosystems.words import shell_join
 
 _SHELL = re.compile(r"[;&|<>`$(){}\\\n]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
@@ -140,7 +141,7 @@ class MavenCommand:
         return "; ".join(
             [
                 f"rm -rf {folder} && mkdir -p {folder}/r",
-                f"{{ {shlex.join(words)}; echo $? > {rc}; }} 2>&1 | tee {log}",
+                f"{{ {shell_join(words)}; echo $? > {rc}; }} 2>&1 | tee {log}",
                 f"rc=$(cat {rc} 2>/dev/null || echo 1)",
                 f"(cd {folder} && tar -cf {report} r maven.log)",
                 f"if [ \"$rc\" = 0 ] && grep -rqs -e '<failure' -e '<error' {folder}/r; "
@@ -168,4 +169,4 @@ class MavenCommand:
         words = [*self.assignments, *self.program, *self.options]
         words += self._filters(",".join(excluded))
         words += self.goals
-        return shlex.join(words)
+        return shell_join(words)

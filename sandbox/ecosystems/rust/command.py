@@ -16,6 +16,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sandbox.ecosystems.words import shell_join
+
 _SHELL = re.compile(r"[;&|<>`$(){}\\\n]")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 #: cargo flags that take the next word as their value.
@@ -124,7 +126,7 @@ def instrumented(
             f"cp {shlex.quote(rustdoc)} {quoted}/rustdoc",
             f"chmod 755 {quoted}/rustdoc",
             f'export "CARGO_TARGET_{host}_RUNNER=sh {folder}/runner"',
-            f"{shlex.join(words)} > {quoted}/cargo.json",
+            f"{shell_join(words)} > {quoted}/cargo.json",
             "rc=$?",
             f"tar -cf {shlex.quote(report)} -C {quoted} .",
             "exit $rc",
