@@ -32,7 +32,7 @@ from worker.evaluate.tasks import EvalTask
 from worker.search.settings import config_fragment
 
 MAX_REASONS = 8
-_RUST_DOC = re.compile(r" \(line \d+\)$")
+_RUST_DOC = re.compile(r"(?:^| )\(line \d+\)$")  # a crate's own docs: `src/lib.rs::(line 37)`
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,9 +68,10 @@ def is_doc_test(test_id: str) -> bool:
     test, not a test file. Rust's doc-tests (`src/lib.rs::Type::f (line 42)`) and pytest's
     doctests (`pkg/mod.py::pkg.mod.f`: the name after `::` starts with the module's own).
 
-    >>> [is_doc_test(t) for t in ("src/lib.rs::f (line 3)", "tz/dicttoolz.py::tz.dicttoolz.merge",
-    ...     "src/pkg/m.py::pkg.m", "tests/test_m.py::test_f", "test_parse.py::test_parse")]
-    [True, True, True, False, False]
+    >>> [is_doc_test(t) for t in ("src/lib.rs::f (line 3)", "src/lib.rs::(line 37)",
+    ...     "tz/dicttoolz.py::tz.dicttoolz.merge", "src/pkg/m.py::pkg.m", "tests/test_m.py::test_f",
+    ...     "test_parse.py::test_parse")]
+    [True, True, True, True, False, False]
     """
     path, sep, rest = test_id.partition("::")
     if not sep:
