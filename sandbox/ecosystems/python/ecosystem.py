@@ -1,6 +1,7 @@
 """Python's projects behind the ecosystem seam (sandbox/ecosystems/base.py): pytest with a
-stamped JUnit report, pip set-up inferred from pyproject.toml and its kin, the Debian release
-that ships the Python asked for, a module not installed as the environment's problem."""
+stamped JUnit report (`python -m unittest` through a runner of ours that writes one), pip set-up
+inferred from pyproject.toml and its kin, the Debian release that ships the Python asked for,
+a module not installed as the environment's problem."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from sandbox.ecosystems.python.pytest_command import (
 )
 from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.ecosystems.python.tox_command import ci_test_command, tox_test_command
+from sandbox.ecosystems.python.unittest_command import instrument_unittest, is_unittest
 from sandbox.setup.plan import SetupPlan
 from sandbox.source.grounding import Grounding
 from sandbox.source.places import LineCounts
@@ -60,7 +62,7 @@ class Python:
 
     def runs(self, test_cmd: str) -> bool:
         try:
-            return is_pytest(test_cmd)
+            return is_pytest(test_cmd) or is_unittest(test_cmd)
         except ValueError:  # unbalanced quotes: not a command we can take apart
             return False
 
@@ -80,6 +82,8 @@ class Python:
     def instrument(
         self, test_cmd: str, ids: Sequence[str], *, workspace: Path, stage: Stage, root: str
     ) -> Instrumented:
+        if is_unittest(test_cmd):
+            return instrument_unittest(test_cmd, ids, stage=stage)
         junit = f"/tmp/worker-junit-{secrets.token_hex(4)}.xml"
         token = secrets.token_hex(16)
         plugin = stage(STAMP_MODULE + ".py", _stamp_plugin())
@@ -198,7 +202,9 @@ class Python:
         return parse_junit(data)
 
     def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None:
-        """pytest's `--deselect` for each id."""
+        """pytest's `--deselect` for each id; None for unittest, which has none."""
+        if is_unittest(test_cmd):
+            return None
         return test_cmd + "".join(f" --deselect {shlex.quote(t)}" for t in ids)
 
     def has_test(self, repo: Path, test_id: str) -> bool:

@@ -6,7 +6,9 @@ boltons tests` (doctests beside the tests), `set_env = THREADING_TESTS = 1` (tes
 without it). Read, never run: the `[testenv]` section's first `commands` line that runs pytest
 (`pytest`, `py.test`, `python -m pytest`, `{envpython} -m pytest`), keeping what decides which
 tests run and how they are collected (KEPT options, and paths the tree has), and the plain
-`NAME = value` lines of `set_env` (or `setenv`) as variables before the command. Anything else
+`NAME = value` lines of `set_env` (or `setenv`) as variables before the command. A first test
+line that runs `python -m unittest` instead is taken as it is, less its substitutions
+(unittest_command.py runs it). Anything else
 (coverage options, `{posargs}`, another substitution) is dropped: its plugin may not be installed,
 and the harness adds its own reporting flags. Paths through the tree's substitutions are the
 tree's (`{tox_root}/tests`, and `{env_site_packages_dir}/pkg`: the package set-up installed in
@@ -18,6 +20,7 @@ place); a command whose paths are none of the tree's gives nothing, not its opti
 
 from __future__ import annotations
 
+import configparser
 import re
 import shlex
 from collections.abc import Collection
@@ -37,6 +40,12 @@ _CI_RUNNER = re.compile(
     r"(?:^|[;&|]\s*)(?:(?:python3?(?:\.\d+)?\s+-m\s+|coverage\s+run\s+(?:[^;&|]*?\s)?-m\s+)"
     r"pytest|py\.?test)\b([^;&|]*)"
 )
+#: `python -m unittest` in tox's commands or a CI step, and its words to the next command.
+_UNITTEST_RUNNER = re.compile(
+    r"(?:^|[;&|]\s*)(?:(?:\{envpython\}|python3?(?:\.\d+)?)\s+-m\s+|"
+    r"coverage\s+run\s+(?:[^;&|]*?\s)?-m\s+)unittest(?=\s|$)([^;&|]*)"
+)
+UNITTEST_CMD = "python -m unittest"
 _CI_END = re.compile(r"\s[<>]|\s2?>")
 #: tox's names for the tree's root, and for the environment's site-packages.
 _ROOT = re.compile(r"^\{(?:tox_root|toxinidir)\}/")
@@ -50,6 +59,9 @@ def tox_test_command(files: RepoFiles) -> str | None:
         return None
     words: list[str] | None = None
     for line in _lines(cfg.get("testenv", "commands", fallback="")):
+        if (unittest := _unittest_command(line, files)) is not None:
+            prefix = [f"{name}={shlex.quote(value)}" for name, value in _set_env(_env_text(cfg))]
+            return " ".join([*prefix, unittest])
         found = _RUNNER.match(line)
         if found is None:
             continue
@@ -62,9 +74,7 @@ def tox_test_command(files: RepoFiles) -> str | None:
         if named and not any(w.rstrip("/") in existing_paths(files, rest) for w in words):
             words = []  # its paths are not the tree's: its options alone would collect it all
         break
-    env = _set_env(
-        cfg.get("testenv", "set_env", fallback=cfg.get("testenv", "setenv", fallback=""))
-    )
+    env = _set_env(_env_text(cfg))
     if words is None or (not words and not env):
         return None
     prefix = [f"{name}={shlex.quote(value)}" for name, value in env]
@@ -78,6 +88,8 @@ def ci_test_command(files: RepoFiles) -> str | None:
     over."""
     for job in ci_jobs(files):
         for _n, line in job.lines:
+            if "$" not in line and (unittest := _unittest_command(line, files)) is not None:
+                return unittest
             found = _CI_RUNNER.search(line)
             if found is None or "$" in line:
                 continue
@@ -93,6 +105,27 @@ def ci_test_command(files: RepoFiles) -> str | None:
                 return " ".join([DEFAULT_TEST_CMD, *map(shlex.quote, words)])
             return None  # CI runs pytest as the default does
     return None
+
+
+def _unittest_command(line: str, files: RepoFiles) -> str | None:
+    """`python -m unittest` and its words, when `line` runs it: tox's substitutions for the
+    tree resolved, any other (`{posargs}`) dropped, and so is a redirection after it.
+
+    >>> _unittest_command("{envpython} -m unittest discover -s tests -v {posargs}", None)
+    'python -m unittest discover -s tests -v'
+    """
+    found = _UNITTEST_RUNNER.search(line)
+    if found is None:
+        return None
+    try:
+        words = [_in_tree(w, files) for w in shlex.split(_CI_END.split(found[1])[0])]
+    except ValueError:
+        return None
+    return " ".join([UNITTEST_CMD, *(shlex.quote(w) for w in words if "{" not in w)])
+
+
+def _env_text(cfg: configparser.RawConfigParser) -> str:
+    return cfg.get("testenv", "set_env", fallback=cfg.get("testenv", "setenv", fallback=""))
 
 
 def tox_pytest_words(words: list[str], paths: Collection[str]) -> list[str]:
