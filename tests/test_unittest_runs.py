@@ -151,6 +151,8 @@ def test_the_runner_names_tests_as_pytest_does_and_gives_fixture_errors_to_their
     )
     assert report is not None
     assert dict(parse_junit(report).outcomes) == {FAILING[0]: "failed", FAILING[1]: "error"}
+    code, report = run_runner(repo, "discover", "-s", "tests", ids=["tests/", "other"])
+    assert report is not None and len(parse_junit(report).outcomes) == 8  # a folder's id: all
 
     # A test that ends the process before the run's end leaves no report at all.
     (repo / "tests/test_calc.py").write_text(

@@ -207,13 +207,16 @@ def _wanted() -> set[str] | None:
     if not _IDS:
         return None
     with open(_IDS, encoding="utf-8") as ids:
-        return {line for line in ids.read().splitlines() if line}
+        return {line.rstrip("/") for line in ids.read().splitlines() if line.rstrip("/")}
 
 
 def _asked(key: str, wanted: set[str]) -> bool:
-    """`key` is asked for: by itself, or by its file's or its class's id."""
+    """`key` is asked for: by itself, by its file's or its class's id, or by a folder above."""
     parts = key.split("::")
-    return any("::".join(parts[:n]) in wanted for n in range(1, len(parts) + 1))
+    if any("::".join(parts[:n]) in wanted for n in range(1, len(parts) + 1)):
+        return True
+    folders = parts[0].split("/")[:-1]
+    return any("/".join(folders[:n]) in wanted for n in range(1, len(folders) + 1))
 
 
 def _in(test: Any, target: str) -> bool:
