@@ -221,7 +221,9 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_nothing(
 ):
     tasks, _ = _tasks(make_repo, tmp_path, [MEAN_BUG] * 4)
     out = tmp_path / "ray"
-    slow = tool_call("apply_patch", {"patch": MEAN_FIX}, delay=60.0)
+    # In their model call when Ctrl-C comes (a few seconds after the second call starts); the
+    # driver's graceful cancel lasts until that call answers, so no longer than needed.
+    slow = tool_call("apply_patch", {"patch": MEAN_FIX}, delay=30.0)
     with ScriptedServer(script=[slow] * 4) as server:
         proc = _start(_command(tasks, out, server.base_url, "--ray", cluster.address))
         try:

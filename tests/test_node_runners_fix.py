@@ -1,7 +1,8 @@
 """`worker fix` on vitest, jest and mocha projects with a lockfile, end to end: set up with no
 flag (npm ci through the fence, from verdaccio on the test's network with no uplink), the
 baseline naming exactly the planted bug's tests by id, a scripted fix verified from the
-runner's own report, and a second run warm (the cached set-up image, no install)."""
+runner's own report, and (for mocha: the same code for every runner) a second run warm (the
+cached set-up image, no install)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.npm_node import serve_npm_node
-from tests.npm_registry import NpmRegistry, make_npm_registry, stored_version  # noqa: F401
+from tests.npm_registry import NpmRegistry, npm_registry, stored_version
 from tests.test_fix_cli import report, run_fix
 from worker.llm.scripted_server import ScriptedServer, tool_call
 
@@ -84,16 +85,17 @@ RUNNERS = {
 }  # fmt: skip
 
 
-@pytest.fixture
-def registries(docker_client, node_image, make_npm_registry) -> Iterator[tuple[NpmRegistry, dict]]:  # noqa: F811
+@pytest.fixture(scope="module")
+def registries(docker_client, node_image) -> Iterator[tuple[NpmRegistry, dict]]:
     """verdaccio on Docker's default bridge (the network the set-up's proxy goes out by), and
-    the loopback registry of Node's own packages (WORKER_NODE_REGISTRY) the image came from."""
-    served = make_npm_registry(network="bridge")
-    served.container.reload()  # the default bridge has no names: its address
-    ip = served.container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
-    registry = dataclasses.replace(served, host=ip)
-    with serve_npm_node() as node:
-        yield registry, {**registry.environ(), "WORKER_NODE_REGISTRY": node.url}
+    the loopback registry of Node's own packages (WORKER_NODE_REGISTRY) the image came from.
+    One of each for the module: both serve read-only, and a test counts only its own requests."""
+    with npm_registry(docker_client, image=node_image, network="bridge") as served:
+        served.container.reload()  # the default bridge has no names: its address
+        ip = served.container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+        registry = dataclasses.replace(served, host=ip)
+        with serve_npm_node() as node:
+            yield registry, {**registry.environ(), "WORKER_NODE_REGISTRY": node.url}
 
 
 @pytest.mark.parametrize("runner", sorted(RUNNERS))
@@ -144,7 +146,11 @@ def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
     assert r["tests_before"]["failing"] == failing
     assert r["tests_before"]["counts"]["passed"] == 1
     assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit", r["verdict"]
-    # A second run is warm: the set-up image is there, nothing is installed again.
+    if runner != "mocha":
+        docker_client.images.remove(setup["image"], force=True)
+        return
+    # A second run is warm: the set-up image is there, nothing is installed again. That path
+    # is the same for every runner (the set-up key, the cached image): one runner checks it.
     asked = len(registry.requests())
     with ScriptedServer(script=[tool_call("apply_patch", {"patch": patch})]) as server:
         again = run_fix(repo, tmp_path / "again", base_url=server.base_url, env=env, timeout=600)

@@ -78,10 +78,14 @@ CACHE_ENV = {
     "YARN_CACHE_FOLDER": f"{CACHE_DIR}/yarn",
     "npm_config_store_dir": f"{CACHE_DIR}/pnpm-store",
     # Through the fence's one proxy: fewer sockets at once, and a dropped one tried again (npm's
-    # default, 2 retries after 10 s, lost a tarball of jest's 300 to a reset here).
+    # default, 2 retries after 10 s, lost a tarball of jest's 300 to a reset here). The resets
+    # are tinyproxy's: it answers HTTP/1.1 with no `Connection: close` and then closes, so npm
+    # reuses a dead socket for an http:// registry. Retried soon (1, 2, 4 ... 32 s), not after
+    # npm's factor of 10 (2, 20, 60 s): jest's npm ci took 88 s through the fence, 11 s so.
     "npm_config_maxsockets": "8",
-    "npm_config_fetch_retries": "5",
-    "npm_config_fetch_retry_mintimeout": "2000",
+    "npm_config_fetch_retries": "6",
+    "npm_config_fetch_retry_mintimeout": "1000",
+    "npm_config_fetch_retry_factor": "2",
     # Yarn Berry's fetch, likewise (50 at once by default: 17 of sapphiredev/utilities' 1,500
     # tarballs came back as the fence's 500, and the install failed).
     "YARN_NETWORK_CONCURRENCY": "8",
