@@ -17,10 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from sandbox.ecosystems.java.elements import child as _child
+from sandbox.ecosystems.java.elements import children as _children
+from sandbox.ecosystems.java.elements import tag as _tag
+from sandbox.ecosystems.java.elements import text as _text
 from sandbox.worktree.repo_files import RepoFiles
 
 MAX_MODULES = 500  # POMs of one reactor read, at most
-_NS = re.compile(r"^\{[^}]*\}")
 _REF = re.compile(r"\$\{([\w.-]+)\}")
 #: Where each compiler setting is read, in Maven's order of preference for the release.
 COMPILER_PROPERTIES = ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target")
@@ -204,29 +207,8 @@ def repository_hosts(urls: list[str]) -> list[str]:
     return list(dict.fromkeys(h.lower() for h in hosts if h))
 
 
-def _tag(element: ET.Element) -> str:
-    return _NS.sub("", element.tag) if isinstance(element.tag, str) else ""
-
-
-def _child(element: ET.Element | None, name: str) -> ET.Element | None:
-    if element is None:
-        return None
-    return next((c for c in element if _tag(c) == name), None)
-
-
-def _children(element: ET.Element | None, name: str) -> Iterator[ET.Element]:
-    if element is not None:
-        yield from (c for c in element if _tag(c) == name)
-
-
 def _all(element: ET.Element, name: str) -> Iterator[ET.Element]:
     yield from (e for e in element.iter() if _tag(e) == name)
-
-
-def _text(element: ET.Element | None) -> str | None:
-    if element is None or element.text is None:
-        return None
-    return element.text.strip() or None
 
 
 def _plugins(root: ET.Element) -> Iterator[ET.Element]:

@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from sandbox.ecosystems.java.elements import child as _child
+from sandbox.ecosystems.java.elements import children as _children
+from sandbox.ecosystems.java.elements import tag as _tag
+from sandbox.ecosystems.java.elements import text as _text
 
 #: The variable that points at the user's settings file, when not ~/.m2/settings.xml.
 SETTINGS_VARIABLE = "MAVEN_SETTINGS"
@@ -33,7 +38,6 @@ MIRROR_USER = "MAVEN_MIRROR_USERNAME"
 MIRROR_PASSWORD = "MAVEN_MIRROR_PASSWORD"
 CENTRAL_URL = "https://repo.maven.apache.org/maven2"
 MAX_BYTES = 1 << 20
-_NS = re.compile(r"^\{[^}]*\}")
 _ENV = re.compile(r"\$\{env\.([A-Za-z_][A-Za-z0-9_]*)\}")
 _OTHER_REF = re.compile(r"\$\{[^}]*\}")
 
@@ -265,24 +269,3 @@ def _home(path: Path) -> str:
         return f"~/{path.relative_to(Path.home())}"
     except ValueError:
         return str(path)
-
-
-def _tag(element: ET.Element) -> str:
-    return _NS.sub("", element.tag) if isinstance(element.tag, str) else ""
-
-
-def _child(element: ET.Element | None, name: str) -> ET.Element | None:
-    if element is None:
-        return None
-    return next((c for c in element if _tag(c) == name), None)
-
-
-def _children(element: ET.Element | None, name: str) -> Iterator[ET.Element]:
-    if element is not None:
-        yield from (c for c in element if _tag(c) == name)
-
-
-def _text(element: ET.Element | None) -> str | None:
-    if element is None or element.text is None:
-        return None
-    return element.text.strip() or None
