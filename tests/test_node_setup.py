@@ -24,7 +24,8 @@ import pytest
 from policies.limits import Limits
 from sandbox.ecosystems.node.setup_infer import infer_node_setup
 from sandbox.session import BoxSpec, open_session
-from sandbox.setup.cache import SetupFailed, SetupResult, SetupSpec, prepare_setup_image
+from sandbox.setup.cache import SetupFailed, SetupResult, SetupSpec
+from sandbox.setup.tool_layer import layer_tag, prepare_setup
 from tests.npm_registry import (  # noqa: F401 (fixtures, used by name)
     NpmRegistry,
     make_npm_registry,
@@ -84,7 +85,9 @@ SetUp = Callable[..., SetupResult]
 
 @pytest.fixture
 def set_up(docker_client, node_image, sandbox_image, registry, egress, built_images) -> SetUp:  # noqa: F811
-    """Infer the repository's set-up and prepare its image, as `worker fix` does."""
+    """Infer the repository's set-up and prepare its image, as `worker fix` does: corepack's
+    package manager from its layer (sandbox/ecosystems/node/corepack_tool.py), this test's own
+    (its key holds the test registry's host), removed at teardown after the set-ups on it."""
 
     def run(
         repo: Path,
@@ -97,13 +100,19 @@ def set_up(docker_client, node_image, sandbox_image, registry, egress, built_ima
         plan = infer_node_setup(repo, {"HOME": "/nonexistent", **environ})
         assert plan.command is not None, plan.describe()
         progress(plan.describe())
-        spec = SetupSpec(command=plan.command, installer=plan.installer, env_names=env_names)
-        result = prepare_setup_image(
+        spec = SetupSpec(
+            command=plan.command, installer=plan.installer, env_names=env_names, tool=plan.tool
+        )
+        result = prepare_setup(
             docker_client, base_image=node_image, spec=spec, repo=repo, limits=LIMITS,
             progress=progress, egress_network=egress, environ=environ,
             proxy_image=sandbox_image,
         )  # fmt: skip
-        built_images.append(result.image)
+        built_images.insert(0, result.image)
+        if plan.tool is not None:
+            built_images.append(
+                layer_tag(docker_client, base_image=node_image, spec=spec, environ=environ)
+            )
         return result
 
     return run
@@ -386,6 +395,21 @@ def test_pnpm_by_corepack_installs_its_lockfile_and_runs_offline_after(
     assert f"GET /pnpm/-/pnpm-{pnpm}.tgz" in got
     assert "GET /is-number/-/is-number-7.0.0.tgz" in got
     out = run_tests(docker_client, result, repo, tmp_path / "run", "pnpm test")
+    assert "is-number works" in out
+    if not declared:
+        return
+    # A second project naming the same pnpm starts from its layer: pnpm is not fetched again,
+    # and its set-up (corepack offline) and tests find it.
+    other = make_repo({"package.json": package(**fields, dependencies={"is-number": "^7.0.0"}),
+                       "pnpm-lock.yaml": pnpm_lock, "test.js": TEST_JS})  # fmt: skip
+    fetched = [r for r in registry.requests() if r.startswith("GET /pnpm")]
+    lines = []
+    again = set_up(other, progress=lines.append)
+    assert any(line.startswith(f"set-up tool: pnpm {pnpm} (package.json packageManager), "
+                               "cached: worker-tool:pnpm-") for line in lines), lines  # fmt: skip
+    assert not again.cached  # the project's own set-up ran, on the layer
+    assert [r for r in registry.requests() if r.startswith("GET /pnpm")] == fetched
+    out = run_tests(docker_client, again, other, tmp_path / "run2", "pnpm test")
     assert "is-number works" in out
 
 

@@ -112,7 +112,8 @@ def test_no_package_json_is_not_a_node_set_up(tmp_path):
 
 def test_yarn_1_lockfile_is_a_frozen_yarn_install_by_corepack(tmp_path):
     plan = infer(tmp_path, {"package.json": {"name": "p", **DEPS}, "yarn.lock": YARN1_LOCK})
-    assert plan.command == ("corepack install -g yarn@1 && yarn install --frozen-lockfile")
+    assert plan.command == "yarn install --frozen-lockfile"
+    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@1"
     assert plan.describe() == (
         "inferred set-up: yarn install --frozen-lockfile (Yarn 1 by corepack; from yarn.lock)"
     )
@@ -130,6 +131,10 @@ def test_package_manager_field_names_the_tool_and_its_version(tmp_path):
     plan = infer(tmp_path, {"package.json": package, "yarn.lock": BERRY_LOCK})
     assert plan.command == "yarn install --immutable"  # corepack reads packageManager itself
     assert plan.sources == ("package.json packageManager yarn@4.1.0+sha224.abc123", "yarn.lock")
+    # The release comes from its cached layer, its hash checked as corepack downloads it.
+    assert plan.tool is not None
+    assert plan.tool.install == "corepack install -g yarn@4.1.0+sha224.abc123"
+    assert plan.tool.describe() == "yarn 4.1.0 (package.json packageManager)"
     assert "Yarn Berry 4.1.0 by corepack" in plan.describe()
     assert plan.installer.tree_dirs == ("node_modules", ".yarn/cache", ".yarn/unplugged")
     # It wins over the lockfile's kind: a stray package-lock.json is noted, not used.
@@ -142,18 +147,21 @@ def test_package_manager_field_names_the_tool_and_its_version(tmp_path):
     package = {"name": "p", "packageManager": "npm@10.9.0", **DEPS}
     plan = infer(tmp_path / "3", {"package.json": package, "package-lock.json": NPM_LOCK})
     assert plan.command == "corepack npm ci --no-audit --no-fund"
+    assert plan.tool is not None and plan.tool.install == "corepack install -g npm@10.9.0"
 
 
 def test_berry_is_told_by_yarnrc_or_its_lockfile_and_its_yarn_path_is_followed(tmp_path):
     files = {"package.json": {"name": "p", **DEPS}, "yarn.lock": BERRY_LOCK}
     plan = infer(tmp_path / "lock", files)
     assert plan.command is not None
-    assert "corepack install -g yarn@stable && yarn install --immutable" in plan.command
+    assert plan.command == "yarn install --immutable"
+    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@stable"
     with_path = {**files, ".yarnrc.yml": "yarnPath: .yarn/releases/yarn-3.6.4.cjs\n"}
     plan = infer(tmp_path / "path", with_path)
     # Yarn 1 hands over to the release the repository keeps.
     assert plan.command is not None
-    assert "corepack install -g yarn@1 && yarn install --immutable" in plan.command
+    assert plan.command == "yarn install --immutable"
+    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@1"
 
 
 @pytest.mark.parametrize(("lock", "default"), [(PNPM9_LOCK, "pnpm@10"), (PNPM6_LOCK, "pnpm@8")])
@@ -162,7 +170,8 @@ def test_pnpm_without_a_version_gets_the_one_its_lockfile_format_belongs_to(
 ):
     plan = infer(tmp_path, {"package.json": {"name": "p", **DEPS}, "pnpm-lock.yaml": lock})
     assert plan.command is not None
-    assert plan.command.endswith(f"corepack install -g {default} && pnpm install --frozen-lockfile")
+    assert plan.command == "pnpm install --frozen-lockfile"
+    assert plan.tool is not None and plan.tool.install == f"corepack install -g {default}"
     assert plan.installer.hosts == ("registry.npmjs.org",)
     # corepack 0.36 (Node 24 and later) fetches pnpm with Node's own fetch: the fence's proxy
     # reaches it only so (without, every pnpm set-up on Node 26 ended in EAI_AGAIN).

@@ -70,23 +70,19 @@ def tool_layer(
     set-up has the project's network mode and index variables, none of its named secrets."""
     tool = spec.tool
     assert tool is not None
-    layer_spec = SetupSpec(
-        command=tool.install, network=spec.network, timeout_s=spec.timeout_s,
-        installer=replace(tool.installer, inputs=(), from_checkout=None),
-    )  # fmt: skip
+    layer_spec = _layer_spec(spec)
+    tag = layer_tag(client, base_image=base_image, spec=spec, environ=environ)
+    try:
+        client.images.get(tag)
+        progress(f"set-up tool: {tool.describe()}, cached: {tag}")
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    progress(f"set-up tool: {tool.describe()}: installing it once, into {tag}")
     run_dir = make_run_dir("worker-tool-")
     try:
         empty = run_dir / "tree"
         empty.mkdir()
-        key = setup_key(client, base_image=base_image, spec=layer_spec, repo=empty, environ=environ)
-        tag = f"{TOOL_REPOSITORY}:{tool.name}-{tool.slug}-{key[:12]}"
-        try:
-            client.images.get(tag)
-            progress(f"set-up tool: {tool.describe()}, cached: {tag}")
-            return tag
-        except docker.errors.ImageNotFound:
-            pass
-        progress(f"set-up tool: {tool.describe()}: installing it once, into {tag}")
         made = prepare_setup_image(
             client, base_image=base_image, spec=layer_spec, repo=empty, limits=limits,
             isolation=isolation, progress=_said_as(tool, progress),
@@ -96,6 +92,38 @@ def tool_layer(
         remove_dir(run_dir)
     client.images.get(made.image).tag(TOOL_REPOSITORY, tag.partition(":")[2])
     return tag
+
+
+def layer_tag(
+    client: docker.DockerClient,
+    *,
+    base_image: str,
+    spec: SetupSpec,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """The tag `spec.tool`'s layer on `base_image` has (whether built yet or not)."""
+    tool = spec.tool
+    assert tool is not None
+    run_dir = make_run_dir("worker-tool-")
+    try:
+        empty = run_dir / "tree"
+        empty.mkdir()
+        key = setup_key(
+            client, base_image=base_image, spec=_layer_spec(spec), repo=empty, environ=environ
+        )
+    finally:
+        remove_dir(run_dir)
+    return f"{TOOL_REPOSITORY}:{tool.name}-{tool.slug}-{key[:12]}"
+
+
+def _layer_spec(spec: SetupSpec) -> SetupSpec:
+    """The layer's set-up: the tool's install alone, with the project's network and timeout."""
+    tool = spec.tool
+    assert tool is not None
+    return SetupSpec(
+        command=tool.install, network=spec.network, timeout_s=spec.timeout_s,
+        installer=replace(tool.installer, inputs=(), from_checkout=None),
+    )  # fmt: skip
 
 
 def _said_as(tool: SetupTool, progress: Callable[[str], None]) -> Callable[[str], None]:

@@ -13,10 +13,11 @@ maintainers' CI runs:
 
 `packageManager` (corepack's field) names the tool and its exact version, and wins over the
 lockfile's kind. Yarn and pnpm run through the Node image's corepack shims
-(sandbox/ecosystems/node/image.py), which download them from the registry (COREPACK_NPM_REGISTRY,
-or the npm registry; inside the fence) into COREPACK_HOME, on the image's disk: the set-up image
-keeps them, and the tests' `yarn test` finds the same version offline. With no version named,
-`corepack install -g` makes the one installed corepack's default, for the same reason. npm runs with
+(sandbox/ecosystems/node/image.py); the release itself (the one named, else the one corepack
+would take, made its default) comes from a cached tool layer
+(sandbox/ecosystems/node/corepack_tool.py), downloaded from the registry (COREPACK_NPM_REGISTRY,
+or the npm registry; inside the fence) once per release into COREPACK_HOME, so the project's
+set-up and the tests' `yarn test` find it with corepack offline. npm runs with
 `--no-audit --no-fund`, plus the resolution flags the CI's own install gives (`--legacy-peer-deps`:
 sandbox/ecosystems/node/ci_install.py, said with its file and line); never `--ignore-engines` (an
 engines mismatch is the project's to say).
@@ -36,6 +37,7 @@ from typing import Any
 
 from sandbox.ecosystems.node.ci_build import ci_node_build
 from sandbox.ecosystems.node.ci_install import ci_npm_flags
+from sandbox.ecosystems.node.corepack_tool import corepack_tool
 from sandbox.ecosystems.node.registries import (
     URL_VARIABLES,
     registry_hosts,
@@ -43,6 +45,7 @@ from sandbox.ecosystems.node.registries import (
 )
 from sandbox.ecosystems.python.setup_infer import SetupPlan
 from sandbox.setup.installer import CACHE_DIR, DEPS_DIR, Installer
+from sandbox.setup.tool import SetupTool
 from sandbox.worktree.repo_files import RepoFiles
 
 NPM_FLAGS = "--no-audit --no-fund"
@@ -118,6 +121,8 @@ class PackageManager:
     tool: str  # npm, yarn, pnpm
     version: str | None = None
     berry: bool = False  # Yarn 2 or later
+    #: The hash `packageManager` pins (`+sha512.abc...`), checked when corepack downloads it.
+    build: str | None = None
 
     @property
     def corepack(self) -> bool:
@@ -150,12 +155,14 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
         )
     ci = ci_npm_flags(tree) if manager.tool == "npm" else None
     command, summary = _command(tree, manager, lockfile, ci.flags if ci else ())
+    hosts = registry_hosts(repo, environ, tool=manager.tool)
+    installer = node_installer(manager, hosts=hosts)
+    tool = _corepack_tool(tree, manager, installer) if manager.corepack else None
     if ci is not None:
         sources.append(f"{' '.join(ci.flags)} from {ci.source}")
         summary = f"{summary or command}; {' '.join(ci.flags)} as CI gives it ({ci.source})"
     if (build := ci_node_build(tree, _scripts(package))) is not None:
         sources.append(f"CI's build {build.command} ({build.source}), run before each test run")
-    hosts = registry_hosts(repo, environ, tool=manager.tool)
     trusted = set(hosts)
     for rel, named in repository_hosts(tree).items():
         if others := [h for h in named if h not in trusted]:
@@ -169,7 +176,8 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
         sources=tuple(sources),
         notes=tuple(tree.notes),
         summary=summary,
-        installer=node_installer(manager, hosts=hosts),
+        installer=installer,
+        tool=tool,
     )
 
 
@@ -242,15 +250,24 @@ def _command(
         install = "yarn install" + (" --frozen-lockfile" if frozen else "")
     else:
         install = f"pnpm install {'--frozen-lockfile' if frozen else '--no-frozen-lockfile'}"
-    steps = []
-    if manager.version is None:  # the default corepack keeps for the tests' runs, offline
-        steps.append(f"corepack install -g {_default_version(tree, manager)}")
-    command = " && ".join([*steps, install])
+    command = install
     kind = "Yarn Berry" if manager.berry else ("Yarn 1" if tool == "yarn" else "pnpm")
     version = f" {manager.version}" if manager.version else ""
     where = lockfile or "package.json"
     afresh = "" if frozen else "; no lockfile of its own: versions are resolved afresh"
     return command, f"{install} ({kind}{version} by corepack; from {where}{afresh})"
+
+
+def _corepack_tool(tree: RepoFiles, manager: PackageManager, installer: Installer) -> SetupTool:
+    """The package manager as a set-up tool: the release `packageManager` names (with its hash),
+    else the one corepack would take, made its default (`-g`) for the tests' runs offline."""
+    if manager.version is not None:
+        spec = f"{manager.tool}@{manager.version}{manager.build or ''}"
+        why = "package.json packageManager"
+    else:
+        spec = _default_version(tree, manager)
+        why = "no packageManager: corepack's default"
+    return corepack_tool(spec, why=why, installer=installer)
 
 
 def _default_version(tree: RepoFiles, manager: PackageManager) -> str:
@@ -291,7 +308,9 @@ def _declared(tree: RepoFiles, package: dict[str, Any]) -> PackageManager | None
         return None
     tool, major = found.group(1), int(found.group(2))
     version = f"{found.group(2)}{found.group(3) or ''}"
-    return PackageManager(tool=tool, version=version, berry=tool == "yarn" and major >= 2)
+    return PackageManager(
+        tool=tool, version=version, berry=tool == "yarn" and major >= 2, build=found.group(4)
+    )
 
 
 def _lockfile(tree: RepoFiles, declared: PackageManager | None) -> tuple[str | None, str | None]:
