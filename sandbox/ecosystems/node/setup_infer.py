@@ -89,6 +89,11 @@ CACHE_ENV = {
     "npm_config_fetch_retries": "6",
     "npm_config_fetch_retry_mintimeout": "1000",
     "npm_config_fetch_retry_factor": "2",
+    # A fetch that stalls is given up after 2 min, not npm's 5: the corpus's js-yaml and
+    # class-transformer set-ups (Node 16's npm 8, 2026-12-07) had batches of 8 tarball fetches
+    # hang through the fence until the 5-min timeout, each then fetched at its 2nd or 3rd try,
+    # and ran past set-up's 900 s.
+    "npm_config_fetch_timeout": "120000",
     # Yarn Berry's fetch, likewise (50 at once by default: 17 of sapphiredev/utilities' 1,500
     # tarballs came back as the fence's 500, and the install failed).
     "YARN_NETWORK_CONCURRENCY": "8",
