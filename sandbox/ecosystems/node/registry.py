@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import platform
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,7 +26,7 @@ from typing import Any
 
 from sandbox.ecosystems.node.errors import NodeUnavailable
 from sandbox.ecosystems.node.semver import Version, parse_version
-from sandbox.home import worker_home
+from sandbox.home import worker_home, write_atomic
 
 DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 MAX_AGE_S = 24 * 3600
@@ -110,7 +109,7 @@ def releases(
             f"no list is cached in {path.parent}; run once with the registry reachable, or "
             "set npm_config_registry to a mirror"
         ) from exc
-    _write_atomic(
+    write_atomic(
         path,
         json.dumps(
             {"fetched": time.time(), "versions": {v: vars(r) for v, r in found.items()}}
@@ -139,7 +138,7 @@ def download(release: Release, *, registry: str, progress: Progress) -> Path:
             f"{release.tarball} is not what the registry lists (its sha512 differs from "
             "dist.integrity); not used"
         )
-    _write_atomic(path, data)
+    write_atomic(path, data)
     return path
 
 
@@ -195,18 +194,6 @@ def _integrity_of(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return "sha512-" + base64.b64encode(digest.digest()).decode()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _why(exc: BaseException) -> str:

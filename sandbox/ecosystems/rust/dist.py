@@ -19,10 +19,8 @@ when the server does not answer; a tarball by its sha256.
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import re
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -35,7 +33,7 @@ from typing import Any
 import tomllib
 
 from sandbox.ecosystems.rust.errors import WrongRust
-from sandbox.home import worker_home
+from sandbox.home import worker_home, write_atomic
 
 VARIABLE = "RUSTUP_DIST_SERVER"
 UPSTREAM = "https://static.rust-lang.org"
@@ -189,7 +187,7 @@ def find_toolchain(
         else:
             text = data.decode("utf-8", "replace")
             saved.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(saved, data)
+            write_atomic(saved, data)
     return parse_manifest(text, server=server, channel=channel, target=target)
 
 
@@ -281,7 +279,7 @@ def download(component: Component, *, progress: Progress, cache: Path | None = N
     if hashlib.sha256(data).hexdigest() != component.sha256:
         raise DistUnavailable(f"{component.filename}: its sha256 is not the manifest's")
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, data)
+    write_atomic(path, data)
     return path
 
 
@@ -305,12 +303,6 @@ def _get(url: str, *, limit: int) -> bytes:
     if len(data) > limit:
         raise DistUnavailable(f"{url} answered over {limit} bytes")
     return data
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
-        out.write(data)
-    os.replace(out.name, path)
 
 
 def server_toolchain(
