@@ -17,7 +17,6 @@ import io
 import json
 import os
 import tarfile
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,9 +25,7 @@ from typing import Any
 
 import docker
 
-from tests.pkg_index import TEST_LABEL
-
-PORT = 8000
+from tests.pkg_index import PORT, serve_folder
 
 
 @dataclass(frozen=True)
@@ -80,15 +77,9 @@ def cargo_mirror(
     prefix = uuid.uuid4().hex[:12]
     served = root / prefix
     served.mkdir(parents=True)
-    container = client.containers.run(
-        image, ["python3", "-u", "-m", "http.server", str(PORT), "--directory", "/srv"],
-        detach=True, network="bridge", labels={TEST_LABEL: "1"}, read_only=True,
-        user="1000:1000", cap_drop=["ALL"], security_opt=["no-new-privileges"],
-        mem_limit="256m", pids_limit=32, volumes={str(root): {"bind": "/srv", "mode": "ro"}},
-    )  # fmt: skip
-    try:
-        container.reload()
-        ip = container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
+    with serve_folder(client, image=image, network="bridge", root=root) as box:
+        box.container.reload()  # the default bridge has no names: its address
+        ip = box.container.attrs["NetworkSettings"]["Networks"]["bridge"]["IPAddress"]
         base = f"http://{ip}:{PORT}/{prefix}"
         config = {"dl": f"{base}/crates/{{crate}}-{{version}}.crate", "api": None}
         _write(served / "config.json", json.dumps(config).encode())
@@ -100,12 +91,4 @@ def cargo_mirror(
             _write(served / index_path(name), json.dumps(entry).encode() + b"\n")
         for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
             os.chmod(folder, 0o755)
-        deadline = time.monotonic() + 30
-        while b"Serving HTTP" not in bytes(container.logs()):
-            container.reload()
-            if time.monotonic() > deadline or container.status == "exited":
-                raise RuntimeError(f"http.server did not start: {container.logs()[-800:]!r}")
-            time.sleep(0.1)
-        yield CargoMirror(url=f"sparse+{base}/", container=container)
-    finally:
-        container.remove(force=True)
+        yield CargoMirror(url=f"sparse+{base}/", container=box.container)
