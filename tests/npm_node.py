@@ -15,11 +15,10 @@ import contextlib
 import hashlib
 import json
 import sys
-import threading
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -71,6 +70,8 @@ class LoopbackRegistry:
 @contextlib.contextmanager
 def serve_npm_node(folder: Path = FOLDER) -> Iterator[LoopbackRegistry]:
     """Serve `folder` as an npm registry on loopback for the duration."""
+    from tests.loopback import serving  # here: this file also runs as a script
+
     served: LoopbackRegistry | None = None
 
     class Handler(BaseHTTPRequestHandler):
@@ -94,16 +95,9 @@ def serve_npm_node(folder: Path = FOLDER) -> Iterator[LoopbackRegistry]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    served = LoopbackRegistry(url=f"http://127.0.0.1:{server.server_address[1]}/")
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as url:
+        served = LoopbackRegistry(url=f"{url}/")
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 def _file(folder: Path, name: str) -> bytes | None:

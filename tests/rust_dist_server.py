@@ -18,12 +18,12 @@ import hashlib
 import http.server
 import io
 import tarfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.ecosystems.rust.dist import host_target
+from tests.loopback import serving
 
 UPSTREAM = "https://static.rust-lang.org"
 
@@ -109,13 +109,5 @@ def dist_server(root: Path, *, releases: dict[str, str]) -> Iterator[DistServer]
         def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    served.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(Handler) as served.url:
         yield served
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
