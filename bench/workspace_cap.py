@@ -8,6 +8,13 @@ folder
 and back (median of N): what we ship, and a size-limited tmpfs for comparison (exact and faster,
 but it takes RAM, so not used). Needs root.
 Run: python3 bench/workspace_cap.py [--repeat N] [--cap-mb MB]
+
+Where the copy is not capped (set-up's copy, a non-root user), the runner counts what a command
+wrote by walking the folders it may write (sandbox/container/runner.py: WriteGuard), before the
+command and now and then during it. `--walk FILES` times one such walk (median of N) on a tree
+shaped like a node_modules: FILES files of 1 to 8 KiB, ten to a folder, folders five deep.
+Needs no root.
+Run: python3 bench/workspace_cap.py --walk 30000 [--repeat N]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sandbox.container.runner import WALK_EVERY_S, WALK_SHARE, held_bytes  # noqa: E402
 from sandbox.worktree.capped_dir import image_size, mount_capped, unmount_under  # noqa: E402
 
 
@@ -61,11 +69,36 @@ def time_one(make: Callable[[Path, int], Callable[[], None]], cap_mb: int) -> tu
         shutil.rmtree(root, ignore_errors=True)
 
 
+def time_walk(files: int, repeat: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-walk-"))
+    try:
+        for i in range(files):
+            folder = root.joinpath(*(f"d{(i // 10**k) % 10}" for k in range(5, 0, -1)))
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"f{i}.js").write_bytes(b"x" * (1024 * (1 + i % 8)))
+        samples = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            held = held_bytes([str(root)])
+            samples.append(time.perf_counter() - t)
+        walk = statistics.median(samples)
+        every = max(WALK_EVERY_S, WALK_SHARE * walk)
+        print(f"walk of {files} files: {walk * 1000:.0f} ms (median of {repeat}), "
+              f"{(held or 0) // 2**20} MB counted; during a command one every {every:.1f} s, "
+              f"{100 * walk / every:.1f}% of a core")  # fmt: skip
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--cap-mb", type=int, default=2048, help="Limits.workspace_mb")
+    parser.add_argument("--walk", type=int, default=0, help="time the guard's walk of FILES")
     args = parser.parse_args()
+    if args.walk:
+        time_walk(args.walk, args.repeat)
+        return 0
     if os.geteuid() != 0:
         print("needs root (mount)")
         return 2

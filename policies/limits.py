@@ -30,8 +30,9 @@ class Limits:
     # host's pid space, with memory_mb bounding it sooner. A command that reaches it is told so.
     pids: int = 4096
     tmp_mb: int = 256  # size of the tmpfs mounted at /tmp
-    # What one command may write to /workspace (a host folder): measured as the drop of the host
-    # filesystem's free space while it runs, so approximate, but it keeps tests from filling it.
+    # What one command may write to /workspace (a host folder) and the image's writable folders:
+    # counted by what their files take (sandbox/container/runner.py: WriteGuard), so another
+    # process's writes to the same disk are not the command's; it keeps tests from filling it.
     workspace_mb: int = 2048
     command_timeout_s: float = 300.0  # per command, enforced inside the container
     total_timeout_s: float = 1800.0  # all commands of one sandbox together

@@ -380,9 +380,9 @@ def test_ci_s_build_before_npm_test_runs_first_in_every_test_run(tmp_path):
     assert how.command.index("tsc -p .") < how.command.index("--test")
     assert "eslint" not in how.command and how.report_path is not None
     plan = NODE.infer_setup(tmp_path)
-    assert "CI's build npm run build (.github/workflows/ci.yml:6), run before each test run" in (
-        plan.sources
-    )
+    build = "CI's build npm run build (.github/workflows/ci.yml:6)"
+    assert f"{build}, run before each test run" in plan.sources
+    assert plan.describe().endswith(f"; each test run starts with {build}"), plan.describe()
     # A test script that builds already is left as it is.
     scripts["pretest"] = "npm run build"
     (tmp_path / "package.json").write_text(json.dumps({"scripts": scripts}))

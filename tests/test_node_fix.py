@@ -177,3 +177,69 @@ def test_worker_ci_on_a_node_build_triages_ci_s_junit_and_fixes_the_real_failure
     assert set(triaged.values()) == {("failing", 0, 2)} and len(triaged) == 2, triaged
     assert all(t.endswith(("mean > averages three numbers", "mean > averages one number"))
                for t in triaged)  # fmt: skip
+
+
+#: A build in plain node: src/*.js to dist/, stamped, the way a tsc or babel build writes the
+#: output the tests import.
+BUILD = (
+    "const fs = require('node:fs');\n"
+    "fs.mkdirSync('dist', { recursive: true });\n"
+    "for (const name of fs.readdirSync('src')) {\n"
+    "  const code = fs.readFileSync(`src/${name}`, 'utf8');\n"
+    "  fs.writeFileSync(`dist/${name}`, `// built from src/${name}\\n${code}`);\n"
+    "}\n"
+)
+CI_BUILD = """\
+name: ci
+on: [push]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - run: npm run build
+      - run: npm test
+"""
+
+
+def built_project(workflow: str) -> dict[str, str]:
+    """The stats project with its code in src/ and tests that import dist/, whose built copy
+    is committed as it was before the last edit of src/ (stale: a run that does not build
+    tests the old code)."""
+    files = project(scripts={"build": "node build.js", "test": "node --test"})
+    code = files.pop("stats.js")
+    return {**files, "build.js": BUILD, "src/stats.js": code,
+            "dist/stats.js": f"// built from src/stats.js\n{code}",
+            "test/stats.test.js": TESTS.replace("'../stats'", "'../dist/stats'"),
+            ".github/workflows/ci.yml": workflow}  # fmt: skip
+
+
+def test_ci_s_build_runs_before_each_test_run_so_an_edit_of_src_is_verified(
+    make_repo, tmp_path, registry
+):
+    patch = GOOD_PATCH.replace("a/stats.js", "a/src/stats.js").replace(
+        "b/stats.js", "b/src/stats.js"
+    )
+    repo = make_repo(built_project(CI_BUILD))
+    proc, server = fix(
+        repo, tmp_path / "out", registry, [tool_call("apply_patch", {"patch": patch})]
+    )
+    assert proc.returncode == 0, proc.stderr
+    r = report(tmp_path / "out")
+    assert r["status"] == "fixed" and r["verification"]["passed"] is True
+    assert r["tests_before"]["failing"] == FAILING
+    # The set-up says what runs first, and where CI says so.
+    build = "CI's build npm run build (.github/workflows/ci.yml:8)"
+    assert f"{build}, run before each test run" in r["setup"]["from"], r["setup"]
+    said = next(ln for ln in proc.stderr.splitlines() if ln.startswith("inferred set-up:"))
+    assert said.endswith(f"; each test run starts with {build}"), said
+    # The model edited src/ only; what the build wrote into dist/ is no part of the patch.
+    fixed = (tmp_path / "out" / "fix.patch").read_text()
+    assert "+++ b/src/stats.js" in fixed and "dist/" not in fixed, fixed
+    # Without CI's build line, the same edit leaves dist/ as it was: not fixed.
+    plain = make_repo(built_project(CI_BUILD.replace("      - run: npm run build\n", "")))
+    proc, _ = fix(plain, tmp_path / "plain", registry,
+                  [tool_call("apply_patch", {"patch": patch})], "--max-steps", "1")  # fmt: skip
+    r = report(tmp_path / "plain")
+    assert proc.returncode == 1 and r["status"] != "fixed", proc.stderr
+    assert not any("CI's build" in s for s in r["setup"]["from"]), r["setup"]

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from policies.isolation import HARDENED
 from policies.limits import Limits
+from sandbox.container.docker_sandbox import DockerSandbox
 from sandbox.ecosystems import language_paths
 from sandbox.session import BoxSpec, open_session
 from sandbox.testrun.run import run_tests
 from sandbox.testrun.verdict import judge
+from sandbox.worktree.workspace import snapshot
 
 pytestmark = pytest.mark.docker
 
@@ -153,6 +160,44 @@ def test_writing_more_than_the_workspace_limit_is_stopped(make_repo, open_sandbo
     assert int(size) <= 64 + 16  # the cap, and ext4's own slack: never the 1000 MB asked for
     assert box.run("rm big && echo ok").output.strip() == "ok"
     assert box.run("echo again > small && cat small").output.strip() == "again"
+
+
+def test_set_up_s_copy_counts_its_own_writes_not_another_process_s_on_the_same_disk(
+    make_repo, docker_client, sandbox_image, tmp_path
+):
+    """Set-up's copy is a plain host folder: the guard once read the disk's free space, so a CI
+    run writing beside it got set-up killed (class-transformer's, at 759 s)."""
+    workspace = snapshot(make_repo({"a.txt": "x"}), tmp_path / "run")
+    assert not workspace.capped
+    beside = tmp_path / "ci-output"
+    assert os.stat(beside.parent).st_dev == os.stat(workspace.path).st_dev  # the same disk
+
+    def write_beside_once_started() -> None:
+        while not (workspace.path / "started").exists():
+            time.sleep(0.05)
+        with beside.open("wb") as f:
+            for _ in range(48):  # three times the limit, while the command runs
+                f.write(b"\1" * 2**20)
+            os.fsync(f.fileno())
+
+    box = DockerSandbox(
+        client=docker_client, image=sandbox_image, workspace=workspace.path,
+        control_dir=tmp_path / "run" / "control", limits=Limits(memory_mb=512, workspace_mb=16),
+        isolation=replace(HARDENED, read_only_root=False),  # as set-up's
+    )  # fmt: skip
+    with box:
+        writer = threading.Thread(target=write_beside_once_started)
+        writer.start()
+        try:
+            r = box.run("touch started && sleep 3 && echo done")
+        finally:
+            writer.join(timeout=30)
+        assert beside.stat().st_size == 48 * 2**20
+        assert r.ok and r.output == "done\n", r.describe()
+        # What the command writes itself is still stopped.
+        r = box.run("dd if=/dev/zero of=big bs=1M count=2000 conv=fsync 2>&1; echo finished")
+        assert r.disk_exceeded and "finished" not in r.output, r.describe()
+        assert "wrote more to the workspace" in r.describe()
 
 
 def test_the_capped_copy_is_unmounted_and_gone_when_the_session_ends(

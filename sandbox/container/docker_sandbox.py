@@ -497,6 +497,7 @@ class DockerSandbox(SandboxBase):
             captured=captured,
             capture_error=capture_error,
             disk_exceeded=bool(result.get("disk_exceeded")),
+            disk_by_free_space=bool(result.get("disk_by_free_space")),
             pids_exceeded=bool(result.get("pids_exceeded")),
             writable_full=bool(result.get("writable_full")),
         )

@@ -22,6 +22,10 @@ class CommandResult:
     captured: bytes | None = None  # the capture file, whole (sandbox/container/capture.py)
     capture_error: str = ""  # why a capture file that was written did not come back
     disk_exceeded: bool = False  # killed for writing more than its share of the disk
+    # The folders it may write held too many files to add up (sandbox/container/runner.py:
+    # WriteGuard): its writes were read as the drop of the disk's free space, which other
+    # processes' writes to the same disk count in
+    disk_by_free_space: bool = False
     # A thread or process could not start: the container's process limit ([limits] pids) was
     # reached (a test that waits for the threads it meant to start then hangs to the time limit)
     pids_exceeded: bool = False
@@ -59,6 +63,11 @@ class CommandResult:
                 "killed: wrote more to the workspace (or the image's writable folders) than "
                 "the limit allows ([limits] workspace_mb)"
             )
+            if self.disk_by_free_space:
+                how += (
+                    ", read as the drop of the disk's free space (too many files to add up), "
+                    "where other processes' writes count too"
+                )
         elif self.writable_full:
             how = (
                 "not run: this sandbox's commands together have left more in the image's "

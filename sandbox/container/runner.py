@@ -8,9 +8,11 @@ zlib-compressed and base64-encoded (sandbox/container/capture.py reads it back).
 whole
 process group is killed, and then every other process of this user in the container (a process
 that escaped into a new session included): nothing outlives a command. The same happens when
-the command has written more than WORKSPACE_MB to /workspace (a host folder) or to one of the
-PATHs (the image's writable folders, volumes on the daemon's disk: writable.py), measured as
-the drop of free space on each disk under them. The PATHs are bounded across the sandbox's
+the command has written more than WORKSPACE_MB to /workspace (a host folder) and the PATHs (the
+image's writable folders, volumes on the daemon's disk: writable.py) together, counted as what
+their files take (st_blocks, hard links once: WriteGuard), so that another process writing to
+the same disk (a CI run, a parallel task) counts for nothing; and when a disk under them is full
+(less than FULL_BYTES free), whoever filled it. The PATHs are bounded across the sandbox's
 life too: before each command the runner adds up what their files take (WRITABLE_HELD_MAX
 entries at most: an image with more gets no base, a sandbox that had one and passes it is
 over), says it in its result (`writable_bytes`, the host keeps the first as the
@@ -43,6 +45,16 @@ FULL_BYTES = 1024 * 1024  # free space below this after a command: the workspace
 # Files and folders added up under the writable folders before each command, at most: about
 # 8 microseconds each (1.5 s at most; a Rust target folder of 500 MB holds a few thousand).
 WRITABLE_HELD_MAX = 200_000
+# The guard's walks of the folders a command writes (WriteGuard). A walk of 30,000 files takes
+# about 0.1 s (bench/workspace_cap.py --walk): one every WALK_SHARE times its own length, at
+# least WALK_EVERY_S apart (5% of a core at most), and sooner once the disk's free space dropped
+# by what the command may still write (then at least WALK_SOON times its length apart). A walk
+# past WALK_MAX_S or WRITABLE_HELD_MAX entries counts nothing: the guard falls back to the drop
+# of the disk's free space, and its result says so.
+WALK_EVERY_S = 2.0
+WALK_SHARE = 20
+WALK_SOON = 4
+WALK_MAX_S = 2.0
 
 
 def oom_kills():
@@ -99,11 +111,13 @@ def free_bytes(path):
     return st.f_bavail * st.f_frsize
 
 
-def held_bytes(paths):
-    """What the files under `paths` take on disk, links not followed; None past
-    WRITABLE_HELD_MAX entries (too many to add up before every command)."""
+def held_bytes(paths, deadline=None):
+    """What the files under `paths` take on disk, links not followed and a file of several hard
+    links (cargo's, pnpm's) once; None past WRITABLE_HELD_MAX entries or `deadline` (a
+    time.monotonic() value): too many to add up before every command."""
     total = 0
     seen = 0
+    linked = set()
     stack = list(paths)
     while stack:
         try:
@@ -115,14 +129,89 @@ def held_bytes(paths):
                 seen += 1
                 if seen > WRITABLE_HELD_MAX:
                     return None
+                if deadline is not None and seen % 1024 == 0 and time.monotonic() > deadline:
+                    return None
                 try:
                     st = entry.stat(follow_symlinks=False)
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
                 except OSError:
                     continue
+                if st.st_mode & 0o170000 == 0o040000:  # a folder (S_ISDIR, without `stat`)
+                    stack.append(entry.path)
+                elif st.st_nlink > 1:
+                    if (st.st_dev, st.st_ino) in linked:
+                        continue
+                    linked.add((st.st_dev, st.st_ino))
                 total += st.st_blocks * 512
     return total
+
+
+class WriteGuard:
+    """Whether a command wrote more than `limit` bytes under `paths`, counted by what their
+    files take (a walk now and then: see WALK_*), not by the disks' free space, which other
+    processes' writes lower too (a CI run beside set-up's copy, on the same disk, killed it).
+    The free space still serves twice: a drop of what the command may still write brings the
+    next walk forward, and a disk with less than FULL_BYTES left is over whoever filled it.
+    Where the start's walk finds too many files (`counted` False), the drop of free space is the
+    measure, as before."""
+
+    def __init__(self, paths, limit, *, start, walk_s):
+        """`start`: what the files under `paths` took before the command (held_bytes), None
+        where they were too many to add up; `walk_s`: how long adding them up took."""
+        self.paths = paths
+        self.limit = limit
+        self.free_start = {}
+        for path in disks(paths):
+            free = free_bytes(path)
+            if free is not None:
+                self.free_start[path] = free
+        self.start = start
+        self.walk_s = walk_s
+        self.counted = start is not None
+        self.written = 0  # at the last walk
+        self.walked_at = time.monotonic()
+        self.free_at_walk = dict(self.free_start)
+
+    def over(self):
+        """True once the command is over its share (or a disk under it is full)."""
+        dropped = 0
+        for path, free in self.free_start.items():
+            free_now = free_bytes(path)
+            if free_now is None:
+                continue
+            if free_now < FULL_BYTES <= free:
+                return True
+            if not self.counted:
+                if free - free_now > self.limit:
+                    return True
+                continue
+            dropped = max(dropped, self.free_at_walk[path] - free_now)
+        if not self.counted:
+            return False
+        since = time.monotonic() - self.walked_at
+        due = since >= max(WALK_EVERY_S, WALK_SHARE * self.walk_s)
+        soon = self.written + dropped > self.limit and since >= WALK_SOON * self.walk_s
+        if not (due or soon):
+            return False
+        for path in self.free_at_walk:
+            self.free_at_walk[path] = free_bytes(path) or 0
+        began = time.monotonic()
+        held = held_bytes(self.paths, began + WALK_MAX_S)
+        self.walked_at = time.monotonic()
+        self.walk_s = self.walked_at - began
+        if held is None:  # grew past what a walk adds up: the free space is the measure now
+            self.counted = False
+            return self.over()
+        self.written = held - self.start
+        return self.written > self.limit
+
+    def full(self):
+        """Whether a disk under the folders was filled during the command (on a capped copy, a
+        filesystem of its own, that is its end: the command got "no space left")."""
+        for path, free in self.free_start.items():
+            free_end = free_bytes(path)
+            if free_end is not None and free_end < FULL_BYTES <= free:
+                return True
+        return False
 
 
 def refuse_full(held, base, limit, paths):
@@ -191,7 +280,9 @@ def main():
     disk_limit = int(sys.argv[4]) * 1024 * 1024 if len(sys.argv) > 4 else None
     base = int(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] != "-" else None
     writable = sys.argv[6:]
+    began = time.monotonic()
     held = held_bytes(writable) if writable and disk_limit else None
+    walked_s = time.monotonic() - began
     # A sandbox whose image held more files than are added up has no base: the per-command cap
     # alone holds there. One that had a base and now holds too many is over.
     if base is not None and (held is None or held - base > disk_limit):
@@ -204,9 +295,14 @@ def main():
             '"capture": null}\n'.encode()
         )
         return
-    watched = disks(["/workspace", *writable]) if disk_limit else []
-    free_at_start = {path: free_bytes(path) for path in watched}
-    free_at_start = {path: free for path, free in free_at_start.items() if free is not None}
+    guard = None
+    if disk_limit:
+        # The writable folders were added up just now: only /workspace is walked again.
+        began = time.monotonic()
+        ours = held_bytes(["/workspace"], began + WALK_MAX_S)
+        before = None if ours is None or (writable and held is None) else ours + (held or 0)
+        walked_s += time.monotonic() - began
+        guard = WriteGuard(["/workspace", *writable], disk_limit, start=before, walk_s=walked_s)
     disk_exceeded = False
     oom_before = oom_kills()
     pids_before = pids_max_hits()
@@ -224,13 +320,9 @@ def main():
             timed_out = True
             kill_everything(pid)
         ready, _, _ = select.select([read_fd], [], [], 0.2 if timed_out else min(remaining, 0.2))
-        if free_at_start and not disk_exceeded:
-            for path, free in free_at_start.items():
-                free_now = free_bytes(path)
-                if free_now is not None and free - free_now > disk_limit:
-                    disk_exceeded = True
-                    kill_everything(pid)
-                    break
+        if guard is not None and not disk_exceeded and guard.over():
+            disk_exceeded = True
+            kill_everything(pid)
         if ready:
             data = os.read(read_fd, 65536)
             if not data:
@@ -248,13 +340,10 @@ def main():
         _, status = os.waitpid(pid, 0)
     duration = time.monotonic() - start
     kill_everything(pid)
-    if free_at_start and not disk_exceeded:
+    if guard is not None and not disk_exceeded:
         # On a capped copy (a filesystem of its own) the cap is the disk's end: a command that
         # reached it got "no space left" rather than a kill; say so all the same.
-        for path, free in free_at_start.items():
-            free_end = free_bytes(path)
-            if free_end is not None and free_end < FULL_BYTES <= free:
-                disk_exceeded = True
+        disk_exceeded = guard.full()
     oom_after = oom_kills()
     pids_after = pids_max_hits()
     data = over = None
@@ -273,6 +362,7 @@ def main():
         f'"timed_out": {timed}, "oom_killed": {oom}, '
         f'"capture_over": {over_json}, '
         f'"disk_exceeded": {"true" if disk_exceeded else "false"}, '
+        f'"disk_by_free_space": {"true" if guard is not None and not guard.counted else "false"}, '
         f'"pids_exceeded": {pids}, "writable_bytes": {"null" if held is None else held}, '
         '"capture": '.encode()
     )

@@ -9,9 +9,9 @@ each: Docker fills it from the image's files at that path when the container is 
 shared between parallel runs), outside /workspace (never in a diff), and removed with it
 (`remove(v=True)`, and the sweep of dead workers' containers). A writable root (set-up) gets
 none: the folder is writable in the container's own layer already, and the commit keeps what
-set-up wrote there. What a command writes there is bounded as /workspace is: the runner kills
-a command once the free space of the disk under either dropped by more than `[limits]
-workspace_mb` (sandbox/container/runner.py); and no command runs once all of a sandbox's
+set-up wrote there. What a command writes there is bounded with /workspace: the runner kills
+a command once the files under them grew by more than `[limits] workspace_mb` together
+(sandbox/container/runner.py: WriteGuard); and no command runs once all of a sandbox's
 commands together have left more than that in them.
 """
 

@@ -25,12 +25,17 @@ class SetupPlan:
     #: A tool the command runs before the project's install (poetry, pdm, uv): installed once,
     #: into a cached layer the set-up starts from (sandbox/setup/tool.py).
     tool: SetupTool | None = None
+    #: What each test run starts with, read with the set-up (CI's build before its tests,
+    #: with its file and line): said on the set-up's line whatever else the line says, since
+    #: it runs after every edit, also where there is nothing to install.
+    before_tests: str | None = None
 
     def describe(self) -> str:
         """One line for the user (the whole command is in report.json)."""
+        then = f"; each test run starts with {self.before_tests}" if self.before_tests else ""
         if self.command is None:
             why = self.summary or "nothing to install (no package metadata or requirement files)"
-            return f"inferred set-up: {why}"
+            return f"inferred set-up: {why}{then}"
         if self.summary is not None:
-            return f"inferred set-up: {self.summary}"
-        return f"inferred set-up: {self.command} (from {'; '.join(self.sources)})"
+            return f"inferred set-up: {self.summary}{then}"
+        return f"inferred set-up: {self.command} (from {'; '.join(self.sources)}){then}"

@@ -2,9 +2,10 @@
 sandboxed command writes to the working copy (a host folder) can never grow past the cap.
 
 Needs root (mount) and `mkfs.ext4`; where either is missing, `mount_capped` says so and the
-caller keeps the approximate guard (the in-container runner kills a command once free space
-dropped by more than the cap). The image file lives beside the folder, sparse: it takes host
-disk only as the copy and what commands write fill it, never more than its size.
+caller keeps the runner's guard alone (the in-container runner kills a command once the files
+under the folders it may write grew by more than the cap). The image file lives beside the
+folder, sparse: it takes host disk only as the copy and what commands write fill it, never more
+than its size.
 """
 
 from __future__ import annotations

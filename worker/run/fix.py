@@ -288,7 +288,7 @@ class FixRun:
             cap = self.request.config.limits.workspace_mb
             copied = session.box.placement == "copied"
             exact = session.workspace.capped and not copied
-            how = "exact: a filesystem of its own" if exact else "approximate"
+            how = "exact: a filesystem of its own" if exact else "counted: what its files take"
             where = "copied into the container" if copied else "mounted from this machine"
             self.report.sandbox = (
                 f"{self.report.sandbox}; working copy {where}; workspace write cap {cap} MB ({how})"

@@ -150,6 +150,11 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
     )
     sources = [f"package.json packageManager {package['packageManager']}"] if declared else []
     sources += [lockfile] if lockfile else ["package.json"]
+    # Said even with nothing to install: a plain-node build runs in every test run all the same.
+    build = ci_node_build(tree, _scripts(package))
+    before = f"CI's build {build.command} ({build.source})" if build else None
+    if before is not None:
+        sources.append(f"{before}, run before each test run")
     if lockfile is None and not _has_dependencies(package):
         return SetupPlan(
             command=None,
@@ -157,6 +162,7 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
             notes=tuple(tree.notes),
             summary="nothing to install (package.json names no dependencies, and no lockfile)",
             installer=node_installer(manager, hosts=registry_hosts(repo, environ)),
+            before_tests=before,
         )
     ci = ci_npm_flags(tree) if manager.tool == "npm" else None
     command, summary = _command(tree, manager, lockfile, ci.flags if ci else ())
@@ -166,8 +172,6 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
     if ci is not None:
         sources.append(f"{' '.join(ci.flags)} from {ci.source}")
         summary = f"{summary or command}; {' '.join(ci.flags)} as CI gives it ({ci.source})"
-    if (build := ci_node_build(tree, _scripts(package))) is not None:
-        sources.append(f"CI's build {build.command} ({build.source}), run before each test run")
     trusted = set(hosts)
     for rel, named in repository_hosts(tree).items():
         if others := [h for h in named if h not in trusted]:
@@ -183,6 +187,7 @@ def infer_node_setup(repo: Path, environ: Mapping[str, str] | None = None) -> Se
         summary=summary,
         installer=installer,
         tool=tool,
+        before_tests=before,
     )
 
 
