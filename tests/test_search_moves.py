@@ -11,19 +11,22 @@ from typing import Any
 
 import pytest
 
+from sandbox.ecosystems import ecosystem_of_source
 from tests.loop_doubles import MemoryEnvironment, ScriptedModel, call, make_agent, repo, start
 from worker.llm.types import ToolCall
 from worker.loop.endings import SamplesSpent
 from worker.search.moves import (
     Function,
+    Insertion,
     flat,
     function_of,
     inserted,
-    insertion_after,
+    insertion,
     small_functions,
+    with_endings,
 )
 from worker.search.sampling import FirstEdits
-from worker.search.suspects import Suspect, indent_after
+from worker.search.suspects import Anchor, Suspect, indent_after
 
 EDITS = ("replace", "apply_patch")
 # A straight-line function: every test runs every line, so the ranking ties them all.
@@ -88,21 +91,22 @@ def pins(request: dict[str, Any]) -> dict[str, Any] | None:
 def test_an_insertion_keeps_its_line_and_adds_the_answer_at_the_blocks_indentation():
     at = {"path": "calc.py", "old": IF_LINE.text, "line": 5}
     # The model wrote the line to add (its own indentation set aside)...
-    made = inserted(replace_call(**at, new="seen.add(item)"), IF_LINE)
+    after = Insertion(0, "calc.py", Anchor(5, IF_LINE.text, " " * 12), before=False)
+    made = inserted(replace_call(**at, new="seen.add(item)"), after)
     assert made.arguments == {**at, "new": "if item not in seen:\n            seen.add(item)"}
     assert json.loads(made.raw_arguments) == made.arguments  # the history shows the edit made
     # ...or copied the line first, then the lines to add: the line is kept once.
     copied = inserted(
-        replace_call(**at, new="if item not in seen:\n  seen.add(item)\n  x = 1"), IF_LINE
+        replace_call(**at, new="if item not in seen:\n  seen.add(item)\n  x = 1"), after
     )
     assert copied.arguments["new"] == (
         "if item not in seen:\n            seen.add(item)\n            x = 1"
     )
     # Nothing to add: old and new alike, which the tool refuses (no test run).
-    assert inserted(replace_call(**at, new=IF_LINE.text), IF_LINE).arguments["new"] == IF_LINE.text
+    assert inserted(replace_call(**at, new=IF_LINE.text), after).arguments["new"] == IF_LINE.text
     # Another call is not the insertion's.
     other = replace_call(path="calc.py", old="out = []", new="out = list()")
-    assert inserted(other, IF_LINE) is other
+    assert inserted(other, after) is other
 
 
 def test_the_indentation_after_a_line_is_its_blocks():
@@ -117,9 +121,10 @@ def test_a_line_is_added_only_where_a_statement_can_follow():
     lines = ["return x", "func Add(a, b int) int { return a - b }", "else:", "total = (",
              "raise ValueError", "x = 1"]  # fmt: skip
     suspects = [Suspect("a.py", n, t, 1.0, 1, 0) for n, t in enumerate(lines, start=1)]
-    assert insertion_after(suspects, top=5) is None
-    assert insertion_after(suspects, top=6) == 5
-    assert insertion_after(SHARP, top=3) == 0
+    assert insertion(suspects, top=5) is None
+    assert insertion(suspects, top=6) == Insertion(5, "a.py", Anchor(6, "x = 1", ""), before=False)
+    assert insertion(SHARP, top=3) == Insertion(0, "calc.py", Anchor(5, IF_LINE.text, " " * 12),
+                                                before=False)  # fmt: skip
 
 
 def test_a_flat_ranking_picks_the_smallest_function_holding_its_top_line(tmp_path):
@@ -207,3 +212,73 @@ def test_a_missing_statement_is_added_by_the_insertion_sample(tmp_path):
     assert env.files["calc.py"] == DEDUPE.replace(
         "            out.append", "            seen.add(item)\n            out.append"
     )
+
+
+# A missing statement before the function ends, in each language the moves support: the line
+# the ranking points at (1-based; it may continue a statement that began above it), and the
+# source once the insertion is made before the `return` (`throw`, Rust's last expression).
+BEFORE_RETURN = [
+    ("python", "a.py", 5,
+     "def f(x):\n    if not x:\n        return 0\n    return (x +\n            1)\n",
+     "def f(x):\n    if not x:\n        return 0\n    x = x * 2\n"
+     "    return (x +\n            1)\n"),
+    ("node", "a.ts", 3,
+     "function f(x: number): number {\n  if (x) return 1;\n  throw new Error('no');\n}\n",
+     "function f(x: number): number {\n  if (x) return 1;\n  x = x * 2;\n"
+     "  throw new Error('no');\n}\n"),
+    ("go", "a.go", 4,
+     "package a\n\nfunc F(x int) int {\n\treturn x + 1\n}\n",
+     "package a\n\nfunc F(x int) int {\n\tx = x * 2\n\treturn x + 1\n}\n"),
+    ("java", "A.java", 4,
+     "class A {\n  int f(int x) {\n    if (x > 0) {\n      return x;\n    }\n"
+     "    return 0;\n  }\n}\n",
+     "class A {\n  int f(int x) {\n    if (x > 0) {\n      x = x * 2;\n      return x;\n    }\n"
+     "    return 0;\n  }\n}\n"),
+    ("rust", "a.rs", 3,
+     "fn f(x: i32) -> i32 {\n    let y = x;\n    y + 1\n}\n",
+     "fn f(x: i32) -> i32 {\n    let y = x;\n    let y = y * 2;\n    y + 1\n}\n"),
+]  # fmt: skip
+ADDED = {"python": "x = x * 2", "node": "x = x * 2;", "go": "x = x * 2", "java": "x = x * 2;",
+         "rust": "let y = y * 2;"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("lang", "path", "line", "source", "fixed"), BEFORE_RETURN,
+                         ids=[case[0] for case in BEFORE_RETURN])  # fmt: skip
+def test_a_line_goes_before_a_return_at_its_indentation_in_every_language(
+    tmp_path, lang, path, line, source, fixed
+):
+    ecosystem = ecosystem_of_source(path)
+    assert ecosystem is not None
+    (tmp_path / path).write_text(source)
+    text = source.splitlines()[line - 1].strip()
+    # The ranked line is part of a `return` (or is Rust's last expression), by the language's
+    # own parser: the line goes before the statement's first line, not after the line.
+    ranked = [Suspect(path, line, text, 1.0, 1, 0)]
+    endings = with_endings(ranked, workspace=tmp_path, top=3, ending_of=ecosystem.ending_statement)
+    where = insertion(endings, top=3)
+    assert where is not None and where.before
+    # The model's line, its own indentation aside (it copied the `return` line too).
+    at = where.pins()["replace"]
+    answer = replace_call(**at, new="  " + ADDED[lang] + "\n" + where.at.text)
+    made = inserted(answer, where).arguments
+    lines = source.splitlines(keepends=True)
+    start = lines[made["line"] - 1]
+    lines[made["line"] - 1] = start.replace(made["old"], made["new"], 1)
+    assert "".join(lines) == fixed
+    assert ecosystem.syntax_error("".join(lines).encode(), path) is None
+
+
+def test_a_line_that_is_no_statement_of_its_own_takes_no_line_before_it():
+    # `if (x) return 1;` holds a return that is not its own line's statement; a callback's
+    # statement inside a `return` is its own; Python's `if x: return y` alike.
+    js = b"function f(x) {\n  if (x) return 1;\n  return xs.map((y) => {\n    go(y);\n  });\n}\n"
+    node = ecosystem_of_source("a.js")
+    assert node is not None
+    assert [node.ending_statement(js, "a.js", n) for n in (1, 2, 3, 4, 5)] == [
+        None, None, 3, None, 3,
+    ]  # fmt: skip
+    py = ecosystem_of_source("a.py")
+    assert py is not None
+    assert py.ending_statement(b"def f(x):\n    if x: return 1\n    raise E\n", "a.py", 2) is None
+    assert py.ending_statement(b"def f(x):\n    if x: return 1\n    raise E\n", "a.py", 3) == 3
+    assert py.ending_statement(b"def f(:\n", "a.py", 1) is None  # no parse, no line

@@ -128,10 +128,13 @@ class FirstEdits:
         suspects, pinned = self.suspects, "replace" in (self.first_tools or ())
         flat = more.flat(suspects, top=RETRIED)
         whole = more.function_of(suspects, self.functions) if pinned and flat else None
-        insert_at = more.insertion_after(suspects, top=RETRIED) if pinned else None
+        # It takes the third suspect's cold slot: with fewer lines ranked, the warm retries
+        # keep theirs (a one-line `return` bug is commoner than a line missing before it).
+        third = len(suspects) >= RETRIED
+        insertion = more.insertion(suspects, top=RETRIED) if pinned and third else None
         return _Search(
             opening=self, moves=moves, messages=messages, head=len(messages), whole=whole,
-            insert_at=insert_at, cold=RETRIED - 1 if insert_at is not None else RETRIED,
+            insertion=insertion, cold=RETRIED - 1 if insertion is not None else RETRIED,
         )  # fmt: skip
 
 
@@ -165,7 +168,7 @@ class _Search:
     messages: Conversation
     head: int  # the messages before the first sample: every sample is asked after them
     whole: Function | None = None  # the function a sample rewrites whole, if any
-    insert_at: int | None = None  # the suspect a sample adds a line after, if any
+    insertion: more.Insertion | None = None  # where a sample adds a line, if anywhere
     cold: int = RETRIED  # the top suspects each pointed at once, at temperature 0
     asked: list[MoveKind] = field(default_factory=list)
     tried: set[str] = field(default_factory=set)
@@ -227,8 +230,9 @@ class _Search:
             return _Move("whole")
         suspects = self.opening.suspects
         focus, warm = _next_focus(suspects, self.pointed, self.changed, cold=self.cold)
-        if (focus is None or warm) and self.insert_at is not None and "insert" not in self.asked:
-            return _Move("insert", self.insert_at)
+        insertion = self.insertion
+        if (focus is None or warm) and insertion is not None and "insert" not in self.asked:
+            return _Move("insert", insertion.suspect)
         return _Move("free") if focus is None else _Move("line", focus, warm)
 
     def _ask(self, move: _Move, n: int) -> tuple[tuple[str, ...] | None, Pins | None, float | None]:
@@ -239,32 +243,36 @@ class _Search:
             temperature = RETRY_TEMPERATURE
         elif move.kind == "free":
             temperature = REPEAT_TEMPERATURE
+        insertion = self.insertion
         if move.kind == "whole" and self.whole is not None:
             only, pins = ("replace",), more.whole_pins(self.whole)
             hint = more.whole_prompt(self.whole, self.moves.baseline)
-            self._hint(hint, n, line=self.whole.where(), warm=False, move="whole")
+            self._hint(hint, n, line=self.whole.where(), warm=move.warm, move="whole")
+        elif move.kind == "insert" and move.focus is not None and insertion is not None:
+            only, pins = ("replace",), insertion.pins()
+            hint = more.insert_prompt(self.opening.suspects[move.focus], insertion)
+            self._hint(hint, n, line=insertion.where(), warm=False, move="insert")
         elif move.focus is not None:
             suspect = self.opening.suspects[move.focus]
             only, pins = self._pin(suspect)
-            if move.kind == "insert":
-                hint = more.insert_prompt(suspect)
-            else:
-                self.pointed.append((move.focus, move.warm))
-                around = suspect.around + "\n" if suspect.around else ""
-                hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
+            self.pointed.append((move.focus, move.warm))
+            around = suspect.around + "\n" if suspect.around else ""
+            hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
             self._hint(hint, n, line=suspect.where(), warm=move.warm, move=move.kind)
         return only, pins, temperature
 
     def _as_edit(self, reply: ModelReply, move: _Move) -> ModelReply:
         """A pointed answer as the edit it stands for: a `replace` whose `old` fits several
-        places, given the pointed line; an insertion's lines put after its line."""
+        places, given the pointed line; an insertion's lines put before or after its line."""
         if move.focus is None:
             return reply
-        suspect = self.opening.suspects[move.focus]
+        suspect, insertion = self.opening.suspects[move.focus], self.insertion
 
         def edit(call: ToolCall) -> ToolCall:
             call = _at_line(call, suspect)
-            return more.inserted(call, suspect) if move.kind == "insert" else call
+            if move.kind == "insert" and insertion is not None:
+                return more.inserted(call, insertion)
+            return call
 
         seconds = tuple(replace(c, call=edit(c.call)) for c in reply.alternatives)
         return replace(reply, tool_calls=tuple(map(edit, reply.tool_calls)), alternatives=seconds)
