@@ -166,15 +166,15 @@ def test_on_a_flat_ranking_the_second_sample_rewrites_the_function_whole(tmp_pat
     assert "The failing test tests/test_calc.py::test_area says:\nAssertionError" in prompt
 
 
-def test_the_budget_goes_greedy_whole_function_lines_then_the_insertion(tmp_path):
+def test_a_flat_rankings_rewrite_that_did_not_fix_is_retried_warmer_then_the_lines(tmp_path):
     env = MemoryEnvironment(repo(AREA, AREA_TESTS))
     at = {"path": "calc.py"}
     model = ScriptedModel([
         call("replace", **at, old="return width * height", new="return width * height + 0"),
         call("replace", **at, old=AREA_FN.text, line=1, new=AREA_FN.text.replace("abs(w)", "w")),
+        call("replace", **at, old=AREA_FN.text, line=1, new=AREA_FN.text.replace("abs", "")),
         call("replace", **at, old=FLAT[0].text, line=3, new="width = abs(w) + 0"),
         call("replace", **at, old=FLAT[1].text, line=4, new="height = abs(w) * 1"),
-        call("replace", **at, old=FLAT[0].text, line=3, new="assert w"),  # the insertion
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(
@@ -182,19 +182,56 @@ def test_the_budget_goes_greedy_whole_function_lines_then_the_insertion(tmp_path
     )
     with pytest.raises(SamplesSpent):
         start(agent, env)
-    assert [pins(r) and (pins(r)["old"], pins(r)["line"]) for r in model.requests] == [
-        None, (AREA_FN.text, 1), (FLAT[0].text, 3), (FLAT[1].text, 4), (FLAT[0].text, 3),
+    asked = [
+        (pins(r) and (pins(r)["old"], pins(r)["line"]), r["temperature"]) for r in model.requests
+    ]
+    assert asked == [
+        (None, None), ((AREA_FN.text, 1), None), ((AREA_FN.text, 1), 1.0),
+        ((FLAT[0].text, 3), None), ((FLAT[1].text, 4), None),
     ]  # fmt: skip
-    assert (
-        model.requests[4]["messages"][-1]["content"].startswith(
-            "Look at line calc.py:3: width = abs(w)\n"
-        )
-        and "A statement may be missing right after it"
-        in model.requests[4]["messages"][-1]["content"]
-    )
-    # The insertion ran as the line kept and the answer after it.
-    assert env.calls[-1].arguments["new"] == "width = abs(w)\n    assert w"
     assert env.files["calc.py"] == AREA  # every sample undone
+
+
+def test_a_rewrite_that_gives_the_function_back_is_not_retried(tmp_path):
+    env = MemoryEnvironment(repo(AREA, AREA_TESTS))
+    at = {"path": "calc.py"}
+    model = ScriptedModel([
+        call("replace", **at, old="return width * height", new="return width * height + 0"),
+        call("replace", **at, old=AREA_FN.text, line=1, new=AREA_FN.text),  # unchanged
+        call("replace", **at, old=FLAT[0].text, line=3, new="width = abs(w) + 0"),
+        call("replace", **at, old=FLAT[1].text, line=4, new="height = abs(h)"),
+    ])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.opening = FirstEdits(
+        first_tools=EDITS, edit_samples=5, suspects=FLAT, functions=(AREA_FN,), converse=False
+    )
+    assert start(agent, env).verification.passed
+    # No warmer rewrite, and the unchanged one ran no tests: the suite ran at the start, then
+    # after the greedy edit, line 3's and the fix.
+    assert [pins(r) and pins(r)["line"] for r in model.requests] == [None, 1, 3, 4]
+    assert [c.arguments.get("line") for c in env.calls] == [None, 1, 3, 4]
+    assert len(env.runs) == 4
+
+
+def test_with_the_moves_off_the_samples_go_as_before_them(tmp_path):
+    env = MemoryEnvironment(repo(AREA, AREA_TESTS))
+    at = {"path": "calc.py"}
+    model = ScriptedModel([
+        call("replace", **at, old='"""The area of a w by h rectangle."""', new='"""Area."""'),
+        call("replace", **at, old=FLAT[0].text, line=3, new="width = abs(w) + 0"),
+        call("replace", **at, old=FLAT[1].text, line=4, new="height = abs(w) * 1"),
+        call("replace", **at, old=FLAT[2].text, line=5, new="return width * height * 1"),
+        call("replace", **at, old=FLAT[0].text, line=3, new="width = w"),
+    ])  # fmt: skip
+    agent = make_agent(model, env, tmp_path)
+    agent.opening = FirstEdits(
+        first_tools=EDITS, edit_samples=5, suspects=FLAT, functions=(AREA_FN,), converse=False,
+        moves=False,
+    )  # fmt: skip
+    with pytest.raises(SamplesSpent):
+        start(agent, env)
+    asked = [(pins(r) and pins(r)["line"], r["temperature"]) for r in model.requests]
+    assert asked == [(None, None), (3, None), (4, None), (5, None), (3, 1.0)]
 
 
 def test_a_missing_statement_is_added_by_the_insertion_sample(tmp_path):

@@ -386,7 +386,8 @@ class FixRun:
         `ast`, tree-sitter for JS, TS and Go)."""
         from sandbox.source.grounding import Grounding
         from worker.search.moves import small_functions, with_endings
-        from worker.search.sampling import RETRIED, FirstEdits
+        from worker.search.sampling import FirstEdits
+        from worker.search.split import RETRIED
 
         profile, paths = self.profile, self.request.config.paths
         suspects = self.locate(session, baseline) if profile.locate else []
@@ -413,6 +414,7 @@ class FixRun:
             edit_samples=profile.edit_samples,
             suspects=suspects,
             converse=profile.converse,
+            moves=profile.moves,
             # The client reads them from a json_schema-mode answer only, and sends none otherwise.
             second_choices=profile.second_choices,
             functions=small_functions(
