@@ -330,3 +330,71 @@ def test_verify_ahead_starts_the_clean_recheck_of_each_edit_with_it(make_repo, t
     assert checks == (["verify-1", "verify-2"] if ahead else ["verify-1"])
     used = out / "run" / checks[-1]
     assert any("1 passed" in log.read_text() for log in (used / "logs").iterdir())
+
+
+# A statement missing before a `return`: lines 4 and 5 run in the failing test and in the
+# passing one of "abc", the guard in all three; the return decides (`==`), so it ranks first,
+# and the ranking is not flat (the guard ranks lower).
+PALINDROME = {
+    "calc.py": "def is_palindrome(text):\n    if not text:\n        return True\n"
+    "    text = text.lower()\n    return text == text[::-1]\n",
+    "tests/test_calc.py": "from calc import is_palindrome\n\n\n"
+    "def test_phrase():\n    assert is_palindrome('Never odd or even')\n\n\n"
+    "def test_word():\n    assert not is_palindrome('abc')\n\n\n"
+    "def test_empty():\n    assert is_palindrome('')\n",
+    "conftest.py": "",
+}
+RETURN_5, LOWER_4 = "return text == text[::-1]", "text = text.lower()"
+
+
+def test_a_missing_statement_is_added_before_a_return(make_repo, tmp_path):
+    repo = make_repo(PALINDROME)
+    out = tmp_path / "out"
+    # Each pointed sample writes its line again (no edit, no test run, no sample used); the
+    # insertion before the `return` writes the missing statement, the return copied after it.
+    kept = 'text = "".join(c for c in text if c.isalnum())'
+    script = [
+        answer("replace", {"path": "calc.py", "old": "no such line", "new": "x"}),  # refused
+        answer("replace", pinned("calc.py", RETURN_5, 5, RETURN_5)),
+        answer("replace", pinned("calc.py", LOWER_4, 4, LOWER_4)),
+        answer("replace", pinned("calc.py", RETURN_5, 5, kept + "\n" + RETURN_5)),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
+                       base_url=server.base_url)  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode == 0, proc.stderr
+    moves = [(e["line"], e["move"]) for e in events(out, "sample_focus")]
+    assert moves == [("calc.py:5", "line"), ("calc.py:4", "line"), ("calc.py:5", "insert")]
+    hint = server.requests[3]["messages"][-1]["content"]
+    assert "Write as new only the line or lines to add before it" in hint
+    # The split the run chose, and why, for an evaluation to read.
+    (chosen,) = events(out, "sample_split")
+    assert (chosen["whole"], chosen["insert"], chosen["cold"], chosen["ranked"]) == (0, 1, 2, 3)
+    assert chosen["why"].endswith("a line added before calc.py:5")
+    patch = (out / "fix.patch").read_text()
+    assert f"     text = text.lower()\n+    {kept}\n     return text ==" in patch
+    assert report(out)["status"] == "fixed"
+
+
+def test_with_no_moves_the_samples_go_as_before_them(make_repo, tmp_path):
+    repo = make_repo(PALINDROME)
+    out = tmp_path / "out"
+    # The same run as the one above, the moves off: the top 3 lines, each cold, no insertion;
+    # each answer writes its line again, so the run ends with no sample used.
+    script = [
+        answer("replace", {"path": "calc.py", "old": "no such line", "new": "x"}),  # refused
+        answer("replace", pinned("calc.py", RETURN_5, 5, RETURN_5)),
+        answer("replace", pinned("calc.py", LOWER_4, 4, LOWER_4)),
+        answer("replace", pinned("calc.py", "if not text:", 2, "if not text:")),
+    ]
+    with ScriptedServer(script=script) as server:
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
+                       "--no-moves", base_url=server.base_url)  # fmt: skip
+        server.assert_all_used()
+    assert proc.returncode != 0
+    moves = [(e["line"], e["move"]) for e in events(out, "sample_focus")]
+    assert moves == [("calc.py:5", "line"), ("calc.py:4", "line"), ("calc.py:2", "line")]
+    (chosen,) = events(out, "sample_split")
+    assert (chosen["insert"], chosen["cold"]) == (0, 3) and chosen["why"].startswith("moves off")
+    assert report(out)["status"] != "fixed"

@@ -16,6 +16,9 @@ An ecosystem (sandbox/ecosystems/python/, sandbox/ecosystems/node/, ...) says:
 - `syntax_error(data, name)` and `same_code(before, after, name)`: for its source files
   (the registry's `suffixes`), the first syntax error, and whether an edit changed no code
   (only layout and comments): the edit tools refuse both;
+- `ending_statement(data, name, line)`: by its own parser, the first line of the `return`
+  (`raise`, `throw`, a panic, Rust's last expression) that holds a line, if one does: where
+  the search adds a line before a function ends (worker/search/moves.py);
 - `check_image(client, image, plan=...)`: once the image is there, before set-up: whether the
   project can run in it (one line, exit 6, when not);
 - `environment_problem(run, tree)`: why a failing baseline is the environment's, not a bug (a
@@ -177,6 +180,14 @@ class Ecosystem(Protocol):
 
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         """Whether both parse and differ in layout and comments alone."""
+        ...
+
+    def ending_statement(self, data: bytes, name: str, line: int) -> int | None:
+        """The first line of the statement holding line `line` of the source file `name`, where
+        that statement ends its function's run (a `return`, a `raise` or `throw`, a panic; in
+        Rust a function body's last expression): a line added before it runs before the
+        function ends. None where it is none of those or does not start its own line, or the
+        file does not parse."""
         ...
 
     def check_image(

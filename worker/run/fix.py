@@ -385,8 +385,9 @@ class FixRun:
         source code the first message shows (grounded by the language's own parser: Python's
         `ast`, tree-sitter for JS, TS and Go)."""
         from sandbox.source.grounding import Grounding
-        from worker.search.moves import small_functions
+        from worker.search.moves import small_functions, with_endings
         from worker.search.sampling import FirstEdits
+        from worker.search.split import RETRIED
 
         profile, paths = self.profile, self.request.config.paths
         suspects = self.locate(session, baseline) if profile.locate else []
@@ -398,6 +399,11 @@ class FixRun:
         )
         if not suspects and profile.locate and grounding.functions:
             suspects = self.reached(grounding.functions, context.workspace)
+        if suspects and ecosystem is not None:  # which top lines are part of a `return`
+            suspects = with_endings(
+                suspects, workspace=context.workspace, top=RETRIED,
+                ending_of=ecosystem.ending_statement,
+            )  # fmt: skip
         edits = tuple(name for name in ("replace", "apply_patch") if name in registry.names)
         # The code the failing tests reach is in the first message, or suspect lines are known
         # (each pointed sample shows its line's neighbours): with first_edit, the first reply
@@ -408,6 +414,7 @@ class FixRun:
             edit_samples=profile.edit_samples,
             suspects=suspects,
             converse=profile.converse,
+            moves=profile.moves,
             # The client reads them from a json_schema-mode answer only, and sends none otherwise.
             second_choices=profile.second_choices,
             functions=small_functions(

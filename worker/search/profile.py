@@ -32,6 +32,7 @@ class Profile:
     edit_samples: int  # first edits tried on the original tree (worker/search/sampling.py)
     second_choices: int  # one-token swaps tried after each pinned sample (worker/search/second)
     converse: bool  # after samples none of which fixed, go on as a conversation
+    moves: bool  # a whole function's rewrite and a line added, besides the pointed lines
 
     def with_config(self, config: Any) -> Profile:
         """This profile with each of the user's settings (`config.search`: the keys of

@@ -13,8 +13,8 @@ corrected line; if it is right, the same line."""
 
 INSERT = """\
 Look at line {where}: {text}
-{around}The failing tests run it. A statement may be missing right after it. Write as new only \
-the line or lines to add after it (that line itself stays as it is)."""
+{around}The failing tests run it. A statement may be missing right {side} it. Write as new only \
+the line or lines to add {side} it (that line itself stays as it is)."""
 
 WHOLE = """\
 Look at this function ({where}); the failing tests call it:

@@ -6,9 +6,11 @@ prompt cache makes each further sample cost its answer alone. So the run opens w
 `edit_samples` first edits, each tried on the original tree: the greedy one, then one pointed
 at each top suspect line (a `replace` of that line, pinned, which the model only completes),
 then warmer retries of those lines. Two more moves (moves.py) take a few of those samples: a
-small function rewritten whole where the ranking cannot tell its lines apart, and a line added
-after a suspect line. After each pinned sample that did not fix, its second choices (the edit
-again with one token swapped for the model's runner-up there) are tried by the tests alone.
+small function rewritten whole where the ranking cannot tell its lines apart (warmer again where
+that did not fix), and a line added after a suspect line or before its `return`; how many each
+gets is chosen per run from the evidence (split.py). After each pinned sample that did not
+fix, its second choices (the edit again with one token swapped for the model's runner-up there)
+are tried by the tests alone.
 The first that the tests say fixes is verified and kept.
 """
 
@@ -31,6 +33,7 @@ from worker.search import prompts
 from worker.search.moves import Function
 from worker.search.second import worth_trying
 from worker.search.settings import defaults
+from worker.search.split import RETRIED, split
 from worker.search.suspects import MAX_TEXT, Suspect, render
 
 # A top suspect's second pointed sample: the same prompt, hotter. Pointed at the bug's line of
@@ -39,30 +42,17 @@ from worker.search.suspects import MAX_TEXT, Suspect, render
 # 4, 4 and 1 of the tasks (docs/evaluation.md, arm T).
 RETRY_TEMPERATURE = 1.0
 SAMPLE_ANSWERS = 2  # answers asked for, at most, per first edit sampled
-# The top suspects a second pointed sample goes to (warmer) before lower ones get their first:
-# on the 24 planted tasks of subset-2 and holdout-2 the bug's line ranked in the top 3 in 18,
-# and 4th to 7th in 1 (bench/locate.py).
-RETRIED = 3
 # Then their warmer retries (RETRY_TEMPERATURE), in this order (indices of the ranked suspects):
 # the likelier a line, the more answers. Pointed at the bug's own line of 15 dev tasks, any of
 # 8 answers (4 variants x 2) wrote the fix in 9 where any one variant's 2 did in 4, and 1.0's
 # answers differed from each other in 28 of 30 (bench/lines.py); the bug's line ranked first in
 # 22 of 46 planted tasks, second in 11, third in 2 (bench/locate.py).
 HOT_RETRIES = (0, 1, 0, 2, 0, 1)
-# The budget's split among the moves, after the greedy sample (each move once at most):
-# - Where the ranking is flat (moves.flat: the top RETRIED lines scored alike, or no counts
-#   behind them) and the top line's function is small (moves.WHOLE_MAX_LINES), the second
-#   sample rewrites that function whole: there the pointed samples only guess at the line (one
-#   program's bug was on line 8, and ten samples went to line 4: issue 48), and one rewrite
-#   reaches every line of the function, a missing one included.
-# - One insertion (a line added after the first of the top suspects that can take one) takes
-#   the slot of the third suspect's cold sample, which then gets only its warmer retry: of the
-#   three top lines the third held the bug least often (2 of 46 planted tasks, against 22 and
-#   11), and a missing statement is rarer than a wrong one (the 46 were all one-line changes),
-#   so one sample, not more. The warmer retry of the top line stays the fifth sample: 2 of arm
-#   U's 9 fixes came from it (settings.py, edit_samples).
-# With the bundled model's 5 samples: greedy, line 1, line 2, insertion, line 1 warmer; on a
-# flat ranking with a small function: greedy, whole function, line 1, line 2, insertion.
+# How many samples go to each move (a whole function's rewrite and its warmer retry, a line
+# added, the pointed lines) is chosen per run from the ranking's spread and the function's
+# size: worker/search/split.py, its rules and their evidence. With the bundled model's 5
+# samples: greedy, line 1, line 2, insertion, line 1 warmer; on a flat ranking over a small
+# function: greedy, whole function, whole function warmer, line 1, line 2.
 MoveKind = Literal["greedy", "free", "line", "insert", "whole"]
 # The settings' defaults when none is given: a hosted model's (worker/search/settings.py).
 _GIVEN = defaults(bundled=False)
@@ -89,6 +79,8 @@ class FirstEdits:
     # The functions the first message shows whole that a rewrite fits (moves.small_functions):
     # where the ranking is flat, one sample rewrites the top line's function.
     functions: Sequence[Function] = ()
+    # The moves beyond the pointed line (moves.py): off, the split before them (an ablation).
+    moves: bool = _GIVEN["moves"]
 
     @property
     def samples(self) -> bool:
@@ -123,15 +115,20 @@ class FirstEdits:
         return Turn()
 
     def _search(self, moves: Moves, messages: Conversation) -> _Search:
-        """The samples' plan: whether a function is rewritten whole, and where a line may be
-        added (the budget's split above); both need the pinned `replace`."""
+        """The samples' plan (split.py): whether a function is rewritten whole, and where a line
+        may be added; both need the pinned `replace`. The trace records it and why."""
         suspects, pinned = self.suspects, "replace" in (self.first_tools or ())
-        flat = more.flat(suspects, top=RETRIED)
-        whole = more.function_of(suspects, self.functions) if pinned and flat else None
-        insert_at = more.insertion_after(suspects, top=RETRIED) if pinned else None
+        function = more.function_of(suspects, self.functions) if pinned else None
+        insertion = more.insertion(suspects, top=RETRIED) if pinned else None
+        plan = split(
+            suspects, samples=self.edit_samples, function=function, insertion=insertion,
+            moves=self.moves,
+        )  # fmt: skip
+        moves.trace.event("sample_split", **plan.to_dict())
         return _Search(
-            opening=self, moves=moves, messages=messages, head=len(messages), whole=whole,
-            insert_at=insert_at, cold=RETRIED - 1 if insert_at is not None else RETRIED,
+            opening=self, moves=moves, messages=messages, head=len(messages),
+            whole=function if plan.whole else None, whole_tries=plan.whole,
+            insertion=insertion if plan.insert else None, cold=plan.cold,
         )  # fmt: skip
 
 
@@ -165,7 +162,9 @@ class _Search:
     messages: Conversation
     head: int  # the messages before the first sample: every sample is asked after them
     whole: Function | None = None  # the function a sample rewrites whole, if any
-    insert_at: int | None = None  # the suspect a sample adds a line after, if any
+    whole_tries: int = 0  # its rewrites: the second warmer, once the first changed it, unfixed
+    whole_edited: bool = False  # a rewrite ran on the tree and did not fix
+    insertion: more.Insertion | None = None  # where a sample adds a line, if anywhere
     cold: int = RETRIED  # the top suspects each pointed at once, at temperature 0
     asked: list[MoveKind] = field(default_factory=list)
     tried: set[str] = field(default_factory=set)
@@ -223,12 +222,20 @@ class _Search:
         pointed lines (_next_focus), the insertion in the first slot past the cold ones."""
         if n == 1:
             return _Move("greedy")
-        if self.whole is not None and "whole" not in self.asked:
-            return _Move("whole")
+        if self.whole is not None:
+            rewrites = self.asked.count("whole")
+            if rewrites == 0:
+                return _Move("whole")
+            # Warmer, where the greedy rewrite ran and did not fix: one that repeated an answer
+            # or gave the function back unchanged (the tool refuses it, no test run) is not
+            # asked again (seen: scopeguard's rewrite returned the function unchanged).
+            if rewrites == 1 and self.whole_tries > 1 and self.whole_edited:
+                return _Move("whole", warm=True)
         suspects = self.opening.suspects
         focus, warm = _next_focus(suspects, self.pointed, self.changed, cold=self.cold)
-        if (focus is None or warm) and self.insert_at is not None and "insert" not in self.asked:
-            return _Move("insert", self.insert_at)
+        insertion = self.insertion
+        if (focus is None or warm) and insertion is not None and "insert" not in self.asked:
+            return _Move("insert", insertion.suspect)
         return _Move("free") if focus is None else _Move("line", focus, warm)
 
     def _ask(self, move: _Move, n: int) -> tuple[tuple[str, ...] | None, Pins | None, float | None]:
@@ -239,32 +246,36 @@ class _Search:
             temperature = RETRY_TEMPERATURE
         elif move.kind == "free":
             temperature = REPEAT_TEMPERATURE
+        insertion = self.insertion
         if move.kind == "whole" and self.whole is not None:
             only, pins = ("replace",), more.whole_pins(self.whole)
             hint = more.whole_prompt(self.whole, self.moves.baseline)
-            self._hint(hint, n, line=self.whole.where(), warm=False, move="whole")
+            self._hint(hint, n, line=self.whole.where(), warm=move.warm, move="whole")
+        elif move.kind == "insert" and move.focus is not None and insertion is not None:
+            only, pins = ("replace",), insertion.pins()
+            hint = more.insert_prompt(self.opening.suspects[move.focus], insertion)
+            self._hint(hint, n, line=insertion.where(), warm=False, move="insert")
         elif move.focus is not None:
             suspect = self.opening.suspects[move.focus]
             only, pins = self._pin(suspect)
-            if move.kind == "insert":
-                hint = more.insert_prompt(suspect)
-            else:
-                self.pointed.append((move.focus, move.warm))
-                around = suspect.around + "\n" if suspect.around else ""
-                hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
+            self.pointed.append((move.focus, move.warm))
+            around = suspect.around + "\n" if suspect.around else ""
+            hint = prompts.FOCUS.format(where=suspect.where(), text=suspect.text, around=around)
             self._hint(hint, n, line=suspect.where(), warm=move.warm, move=move.kind)
         return only, pins, temperature
 
     def _as_edit(self, reply: ModelReply, move: _Move) -> ModelReply:
         """A pointed answer as the edit it stands for: a `replace` whose `old` fits several
-        places, given the pointed line; an insertion's lines put after its line."""
+        places, given the pointed line; an insertion's lines put before or after its line."""
         if move.focus is None:
             return reply
-        suspect = self.opening.suspects[move.focus]
+        suspect, insertion = self.opening.suspects[move.focus], self.insertion
 
         def edit(call: ToolCall) -> ToolCall:
             call = _at_line(call, suspect)
-            return more.inserted(call, suspect) if move.kind == "insert" else call
+            if move.kind == "insert" and insertion is not None:
+                return more.inserted(call, insertion)
+            return call
 
         seconds = tuple(replace(c, call=edit(c.call)) for c in reply.alternatives)
         return replace(reply, tool_calls=tuple(map(edit, reply.tool_calls)), alternatives=seconds)
@@ -315,6 +326,7 @@ class _Search:
             self.moves.trace.event("sample_undone", step=self.moves.steps, sample=n, second=second)
         turn_messages = self.messages[self.head :]
         self.samples.append(_Sample(tests, turn_messages, reply.tool_calls, undone, second))
+        self.whole_edited = self.whole_edited or (move == "whole" and undone)
         return None
 
     def _settle(self) -> None:

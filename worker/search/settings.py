@@ -121,6 +121,20 @@ SETTINGS: tuple[Setting, ...] = (
         "token swapped for its runner-up) with the tests alone, no model call (json_schema "
         "mode; default: 5 for the bundled model, else 0)",
     ),
+    # The search's moves beyond the pointed line (worker/search/moves.py, issue 48): a small
+    # function rewritten whole where the ranking is flat, and a line added after a suspect line
+    # or before its `return`, in the split worker/search/split.py chooses. Off: the split of
+    # before them (the greedy edit, the top 3 lines, their warmer retries), so that an
+    # evaluation can run both on the same tasks. Not yet measured on the bundled model.
+    Setting(
+        name="moves",
+        kind=bool,
+        hosted=True,
+        bundled=True,
+        help="with samples, also rewrite a small function whole where the ranking is flat, "
+        "and add a line after a suspect line or before its return (default: on; --no-moves "
+        "gives the samples' order before these moves)",
+    ),
 )
 
 

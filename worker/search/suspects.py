@@ -40,6 +40,16 @@ _FOR_HEADER = re.compile(r"^(async\s+)?for\b.*?\bin\b")
 
 
 @dataclass(frozen=True)
+class Anchor:
+    """A line a sample's added lines go beside: its number, its text (stripped, as a `replace`
+    pins it) and the indentation the added lines take."""
+
+    line: int
+    text: str
+    indent: str
+
+
+@dataclass(frozen=True)
 class Suspect:
     """One ranked line: where it is, its text, and why it ranks (failing and passing runs)."""
 
@@ -59,6 +69,10 @@ class Suspect:
     # The indentation a line added right after this one takes (moves.py's insertion): the next
     # line's where this one opens a block (`if x:`, `for (...) {`), else this line's own.
     indent_after: str = ""
+    # The `return` (`raise`, `throw`, a panic, Rust's last expression) this line is part of, by
+    # the language's own parser (Ecosystem.ending_statement): a line added goes before its
+    # first line, at its indentation (moves.py's insertion). None: the line is no such part.
+    ending: Anchor | None = None
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"

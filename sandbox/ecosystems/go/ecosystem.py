@@ -303,6 +303,12 @@ class Go:
 
         return syntax_error_of(parse_go(name, data), name=name)
 
+    def ending_statement(self, data: bytes, name: str, line: int) -> int | None:
+        """tree-sitter's Go grammar: a `return`, a `panic(...)`, an `os.Exit(...)`."""
+        from sandbox.ecosystems.go.source import ending_statement
+
+        return ending_statement(name, data, line)
+
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         from sandbox.ecosystems.go.source import parse_go
         from sandbox.source.syntax import same_code_of

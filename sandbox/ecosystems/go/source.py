@@ -17,6 +17,7 @@ import tree_sitter
 import tree_sitter_go
 
 from sandbox.source.numbered import numbered
+from sandbox.source.statements import ending_line
 from sandbox.source.treesitter import PARSE_S, ParsedFile, parse_tree
 
 MAX_FILE_BYTES = 512_000  # a larger file is generated code, not one to show
@@ -189,3 +190,25 @@ def guard_line(src: GoSource, line: int) -> int | None:
             return at if at != line else None
         node = node.parent
     return None
+
+
+# What ends a Go function's run where it stands: a line added before it runs first.
+_GO_BLOCKS = ("statement_list",)
+_GO_EXITS = ("panic", "os.Exit")
+
+
+def ending_statement(rel: str, data: bytes, line: int) -> int | None:
+    """The first line of the statement holding line `line` where it is a `return`, a
+    `panic(...)` or an `os.Exit(...)` (sandbox/source/statements.py); else None."""
+    return ending_line(parse_go(rel, data), line, blocks=_GO_BLOCKS, ends=_go_ends)
+
+
+def _go_ends(node: tree_sitter.Node, parsed: ParsedFile) -> bool:
+    if node.type == "return_statement":
+        return True
+    call = node.named_children[0] if node.type == "expression_statement" else None
+    return (
+        call is not None
+        and call.type == "call_expression"
+        and parsed.text(call.child_by_field_name("function")) in _GO_EXITS
+    )

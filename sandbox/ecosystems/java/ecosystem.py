@@ -193,6 +193,12 @@ class Java:
 
         return syntax_error_of(parse_java(name, data), name=name)
 
+    def ending_statement(self, data: bytes, name: str, line: int) -> int | None:
+        """tree-sitter's Java grammar: a `return` or a `throw`."""
+        from sandbox.ecosystems.java.source import ending_statement
+
+        return ending_statement(name, data, line)
+
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         from sandbox.ecosystems.java.source import parse_java
         from sandbox.source.syntax import same_code_of

@@ -19,6 +19,7 @@ import tree_sitter
 import tree_sitter_java
 
 from sandbox.source.numbered import numbered
+from sandbox.source.statements import ending_line
 from sandbox.source.treesitter import PARSE_S, ParsedFile, parse_tree
 
 MAX_FILE_BYTES = 512_000  # a larger file is generated code, not one to show
@@ -237,3 +238,16 @@ def file_of_class(files: list[str], class_name: str, *, hint: str = "") -> str |
     if hint:
         found.sort(key=lambda f: not f.startswith(hint.rstrip("/") + "/"))
     return found[0] if found else None
+
+
+# What ends a Java method's run where it stands: a line added before it runs first.
+_JAVA_BLOCKS = ("block", "constructor_body", "switch_block_statement_group")
+_JAVA_EXITS = ("return_statement", "throw_statement")
+
+
+def ending_statement(rel: str, data: bytes, line: int) -> int | None:
+    """The first line of the statement holding line `line` where it is a `return` or a `throw`
+    (sandbox/source/statements.py); else None."""
+    return ending_line(
+        parse_java(rel, data), line, blocks=_JAVA_BLOCKS, ends=lambda n, _: n.type in _JAVA_EXITS
+    )

@@ -204,6 +204,12 @@ class Node:
 
         return syntax_error_of(parse_bytes(name, data), name=name)
 
+    def ending_statement(self, data: bytes, name: str, line: int) -> int | None:
+        """tree-sitter's JavaScript, TypeScript or TSX grammar: a `return` or a `throw`."""
+        from sandbox.ecosystems.node.source import ending_statement
+
+        return ending_statement(name, data, line)
+
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         from sandbox.ecosystems.node.source import parse_bytes
         from sandbox.source.syntax import same_code_of

@@ -18,6 +18,7 @@ import tree_sitter
 import tree_sitter_javascript
 import tree_sitter_typescript
 
+from sandbox.source.statements import ending_line
 from sandbox.source.treesitter import PARSE_S, parse_tree
 from sandbox.source.treesitter import ParsedFile as Source
 
@@ -304,3 +305,16 @@ def walk(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
                 break
         else:
             return
+
+
+# What ends a JS/TS function's run where it stands: a line added before it runs first.
+_JS_BLOCKS = ("statement_block", "switch_case", "switch_default")
+_JS_EXITS = ("return_statement", "throw_statement")
+
+
+def ending_statement(rel: str, data: bytes, line: int) -> int | None:
+    """The first line of the statement holding line `line` where it is a `return` or a `throw`
+    (sandbox/source/statements.py); else None."""
+    return ending_line(
+        parse_bytes(rel, data), line, blocks=_JS_BLOCKS, ends=lambda n, _: n.type in _JS_EXITS
+    )

@@ -146,6 +146,12 @@ class Python:
             return f"{name}: {exc}"
         return None
 
+    def ending_statement(self, data: bytes, name: str, line: int) -> int | None:
+        """Python's own parser: a `return` or a `raise`."""
+        from sandbox.ecosystems.python.statements import ending_statement
+
+        return ending_statement(data, line)
+
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         """Both compile to the same code objects (same_code.py)."""
         from sandbox.ecosystems.python.same_code import same_code

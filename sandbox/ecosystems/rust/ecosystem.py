@@ -241,6 +241,12 @@ class Rust:
 
         return syntax_error_of(parse_rust(name, data), name=name)
 
+    def ending_statement(self, data: bytes, name: str, line: int) -> int | None:
+        """tree-sitter's Rust grammar: a `return`, a `panic!`, a function body's last expression."""
+        from sandbox.ecosystems.rust.source import ending_statement
+
+        return ending_statement(name, data, line)
+
     def same_code(self, before: bytes, after: bytes, name: str) -> bool:
         from sandbox.ecosystems.rust.source import parse_rust
         from sandbox.source.syntax import same_code_of

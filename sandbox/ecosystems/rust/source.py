@@ -19,6 +19,7 @@ import tree_sitter
 import tree_sitter_rust
 
 from sandbox.source.numbered import numbered
+from sandbox.source.statements import ending_line, last_statement
 from sandbox.source.treesitter import PARSE_S, ParsedFile, parse_tree
 
 MAX_FILE_BYTES = 512_000  # a larger file is generated code, not one to show
@@ -203,3 +204,35 @@ def test_modules(src: RustSource) -> list[tuple[str, tree_sitter.Node]]:
 
     visit(src.root, None)
     return out
+
+
+# What ends a Rust function's run where it stands: a line added before it runs first.
+_RUST_BLOCKS = ("block",)
+_RUST_EXITS = ("panic", "unreachable", "todo", "unimplemented")
+_RUST_NOT_TAIL = ("expression_statement", "let_declaration", "empty_statement", "macro_definition")
+
+
+def ending_statement(rel: str, data: bytes, line: int) -> int | None:
+    """The first line of the statement holding line `line` where it is a `return`, a `panic!`
+    (or `unreachable!`, `todo!`, `unimplemented!`), or a function body's value: its last
+    expression, with no `;` (sandbox/source/statements.py); else None."""
+    return ending_line(parse_rust(rel, data), line, blocks=_RUST_BLOCKS, ends=_rust_ends)
+
+
+def _rust_ends(node: tree_sitter.Node, parsed: ParsedFile) -> bool:
+    inner = node.named_children[0] if node.type == "expression_statement" else node
+    if inner.type == "return_expression":
+        return True
+    if inner.type == "macro_invocation":
+        name = parsed.text(inner.child_by_field_name("macro"))
+        if name in _RUST_EXITS:
+            return True
+    body = node.parent
+    return (
+        node.type not in _RUST_NOT_TAIL
+        and not node.type.endswith("_item")
+        and body is not None
+        and body.parent is not None
+        and body.parent.type in ("function_item", "closure_expression")
+        and last_statement(node)
+    )
