@@ -21,6 +21,10 @@ import pytest
 from tests.test_fix_cli import BUGGY, report, run_fix
 from worker.llm.scripted_server import ScriptedServer, http_error, text, tool_call
 
+TRACE_SCHEMA = json.loads(
+    (Path(__file__).parents[1] / "worker" / "schemas" / "trace.schema.json").read_text()
+)
+
 pytestmark = pytest.mark.docker
 
 JSON_MODE = ("--tool-mode", "json_schema", "--first-edit", "--no-verify-ahead")
@@ -372,6 +376,9 @@ def test_a_missing_statement_is_added_before_a_return(make_repo, tmp_path):
     (chosen,) = events(out, "sample_split")
     assert (chosen["whole"], chosen["insert"], chosen["cold"], chosen["ranked"]) == (0, 1, 2, 3)
     assert chosen["why"].endswith("a line added before calc.py:5")
+    jsonschema.validate(chosen, TRACE_SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):  # the schema does describe the event
+        jsonschema.validate({**chosen, "why": None}, TRACE_SCHEMA)
     patch = (out / "fix.patch").read_text()
     assert f"     text = text.lower()\n+    {kept}\n     return text ==" in patch
     assert report(out)["status"] == "fixed"
