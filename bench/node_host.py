@@ -9,7 +9,7 @@ exit codes must agree, or the run says so.
 
 Each runner writes the report the sandbox asks it for (sandbox/ecosystems/node/runners.py:
 vitest's JUnit, jest's JSON, mocha's JSON or, before mocha 9.1, its xunit, and for `node --test`
-the sandbox's own reporter; ava's and tape's TAP on stdout; for uvu the sandbox's reporter,
+the sandbox's own reporter; ava's TAP on stdout; for uvu and tape the sandbox's reporter,
 preloaded, its `{report_flags}` before the command), read by the sandbox's parsers
 (sandbox/ecosystems/node/reports.py):
 the ids are those a sandbox run gives, `tests/colord.test.ts::Colord > parses hex` (mocha's:
@@ -41,6 +41,8 @@ if str(ROOT) not in sys.path:
 from sandbox.ecosystems.node.reports import parse_report  # noqa: E402
 from sandbox.ecosystems.node.runners import (  # noqa: E402
     NODE_REPORTER,
+    TAPE_REPORT_VARIABLE,
+    TAPE_REPORTER,
     TOKEN_VARIABLE,
     UVU_REPORT_VARIABLE,
     UVU_REPORTER,
@@ -48,6 +50,7 @@ from sandbox.ecosystems.node.runners import (  # noqa: E402
 
 NODE_TEST_REPORTER = ROOT / "sandbox" / "ecosystems" / "node" / NODE_REPORTER
 UVU_PRELOAD = ROOT / "sandbox" / "ecosystems" / "node" / UVU_REPORTER
+TAPE_PRELOAD = ROOT / "sandbox" / "ecosystems" / "node" / TAPE_REPORTER
 RUNNERS = ("node-test", "jest", "vitest", "mocha", "ava", "tape", "uvu")
 COUNTED = ("passed", "failed", "errors", "skipped")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -77,14 +80,15 @@ def report_flags(runner: str, report: Path, *, tree: Path) -> tuple[str, str]:
         return f"--reporter {kind} --reporter-option output={report}", f"mocha-{kind}"
     if runner == "ava":  # its TAP on stdout is the report
         return f"--tap > {report}", "ava-tap"
-    if runner == "tape":
-        return f"> {report}", "tape"
-    if runner == "uvu":
-        # No reporter of its own: the sandbox's, preloaded into the uvu CLI's process. Its
-        # {report_flags} stands before the command (variables of that command).
-        flags = (f'NODE_OPTIONS="--require={UVU_PRELOAD}" {TOKEN_VARIABLE}={secrets.token_hex(16)} '
-                 f'{UVU_REPORT_VARIABLE}={report} WORKER_TEST_ROOT="$PWD"')  # fmt: skip
-        return flags, "uvu-junit"
+    if runner in ("uvu", "tape"):
+        # No reporter of its own (uvu), TAP that names no file (tape): the sandbox's, preloaded
+        # into the runner CLI's process. Its {report_flags} stands before the command
+        # (variables of that command).
+        preload, variable = {"uvu": (UVU_PRELOAD, UVU_REPORT_VARIABLE),
+                             "tape": (TAPE_PRELOAD, TAPE_REPORT_VARIABLE)}[runner]  # fmt: skip
+        flags = (f'NODE_OPTIONS="--require={preload}" {TOKEN_VARIABLE}={secrets.token_hex(16)} '
+                 f'{variable}={report} WORKER_TEST_ROOT="$PWD"')  # fmt: skip
+        return flags, f"{runner}-junit"
     raise ValueError(f"unknown runner {runner!r}: one of {', '.join(RUNNERS)}")
 
 

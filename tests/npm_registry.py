@@ -3,10 +3,10 @@ container of the Node image on a network the test names.
 
 `scripts/bootstrap.sh --tests` (the install step, the one that may reach the internet) installs
 verdaccio into tests/.verdaccio and fills its storage with tests/npm-packages.txt (is-number,
-mocha, vitest, jest, and the newest yarn 1, pnpm 10 and Yarn Berry 4 releases, which corepack
-fetches; `stored_version(name)` says which) and their dependencies. Here verdaccio serves that
-storage as it is, read-only: a package it lacks is a real 404, and no request leaves the test's
-network. Use the `make_npm_registry` fixture:
+mocha, vitest, jest, uvu, tape, and the newest yarn 1, pnpm 10 and Yarn Berry 4 releases,
+which corepack fetches; `stored_version(name)` says which) and their dependencies. Here
+verdaccio serves that storage as it is, read-only: a package it lacks is a real 404, and no
+request leaves the test's network. Use the `make_npm_registry` fixture:
 
     registry = make_npm_registry(network="my-net")
     environ = registry.environ()          # npm_config_registry, COREPACK_NPM_REGISTRY, ...

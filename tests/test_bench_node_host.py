@@ -49,13 +49,15 @@ def test_a_runner_run_twice_writes_two_reports():
     assert command.endswith("--outputFile.junit=/tmp/r-1.xml")
 
 
-def test_tap_runners_report_their_stdout_and_uvu_takes_the_preloaded_reporter():
+def test_ava_reports_its_stdout_and_uvu_and_tape_take_the_preloaded_reporter():
     node_host = load()
     command, files, fmt = node_host.instrument(
         "npx xo && npx ava {report_flags} && npx tsd", "ava", Path("/tmp/r.tap"), tree=Path("/")
     )
     assert command == "npx xo && npx ava --tap > /tmp/r-0.tap && npx tsd" and fmt == "ava-tap"
-    assert node_host.report_flags("tape", Path("/tmp/t"), tree=Path("/")) == ("> /tmp/t", "tape")
+    flags, fmt = node_host.report_flags("tape", Path("/tmp/t"), tree=Path("/"))
+    assert fmt == "tape-junit" and "WORKER_TAPE_REPORT=/tmp/t " in flags
+    assert f'--require={BENCH.parent}/sandbox/ecosystems/node/worker_tape_reporter.cjs"' in flags
     command, files, fmt = node_host.instrument(
         "{report_flags} npx uvu test", "uvu", Path("/tmp/u.xml"), tree=Path("/")
     )

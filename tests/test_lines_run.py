@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from sandbox.ecosystems.python.ecosystem import PYTHON
 from sandbox.ecosystems.python.lines_run import count_lines, parse_counts
 from sandbox.testrun.run import run_tests
 from worker.search.suspects import rank
@@ -58,6 +59,46 @@ def test_the_buggy_line_ranks_first_and_test_files_are_left_out(make_repo, open_
     assert "rate = 0.2" not in [s.text for s in suspects]
 
 
+#: The same project, its tests unittest's, and nothing that imports pytest.
+UNITTEST_FILES = {
+    "shop/__init__.py": "",
+    "shop/price.py": FILES["shop/price.py"],
+    "tests/__init__.py": "",
+    "tests/test_price.py": (
+        "import sys\nimport unittest\n\nfrom shop.price import discount\n\n\n"
+        "class TestDiscount(unittest.TestCase):\n"
+        "    def test_no_discount(self):\n        self.assertEqual(discount(50, 100), 50)\n\n"
+        "    def test_big_discount(self):\n        self.assertEqual(discount(300, 100), 240)\n\n"
+        "    def test_small_discount(self):\n        self.assertEqual(discount(150, 100), 135)\n\n"
+        "    def test_at_threshold(self):\n        self.assertEqual(discount(100, 100), 90)\n\n"
+        "    def test_without_pytest(self):\n        self.assertNotIn('_pytest', sys.modules)\n\n"
+        "    @unittest.skip('later')\n"
+        "    def test_later(self):\n        discount(0, 1)\n"
+    ),
+    "tests/test_other.py": (
+        "import unittest\n\n\nclass TestOther(unittest.TestCase):\n"
+        "    def test_unrelated(self):\n        pass\n"
+    ),
+}
+
+
+def test_a_unittest_project_s_buggy_line_ranks_first(make_repo, open_sandbox):
+    session = open_sandbox(make_repo(UNITTEST_FILES))
+    test_cmd = "python -m unittest discover -s tests -t ."
+    baseline = run_tests(session.box, test_cmd=test_cmd)
+    assert baseline.summary is not None and baseline.summary.failing_ids() == [
+        "tests/test_price.py::TestDiscount::test_at_threshold"
+    ], baseline.render()
+    # The traced run goes through our unittest runner, the failing test's file alone: 1 failing
+    # and 4 passing tests (the skipped one not counted, test_other.py not run), no pytest.
+    counts = PYTHON.line_counts(session.box, baseline, timeout_s=60)
+    assert (counts.failed, counts.passed) == (1, 4), counts.why_empty
+    assert counts.lines["shop/price.py"][5] == (1, 2)
+    suspects = rank(counts, workspace=session.workspace.path, allowed=lambda rel: True)
+    assert (suspects[0].where(), suspects[0].text) == ("shop/price.py:5", "elif total > threshold:")
+    assert all(s.path == "shop/price.py" for s in suspects)
+
+
 def test_a_repository_that_forges_the_counts_gets_no_suspects(make_repo, open_sandbox):
     # The repository's conftest overwrites the plugin's output after it: what comes back is
     # the repository's, so counts out of range are refused as a whole.
@@ -82,7 +123,7 @@ def test_a_repository_that_forges_the_counts_gets_no_suspects(make_repo, open_sa
 def test_a_test_command_that_is_not_pytest_is_not_traced(make_repo, open_sandbox):
     session = open_sandbox(make_repo(FILES))
     counts = count_lines(session.box, test_cmd="make test", test_files=["x"], timeout_s=10)
-    assert not counts and "not pytest" in counts.why_empty
+    assert not counts and "neither pytest nor python -m unittest" in counts.why_empty
 
 
 @pytest.mark.parametrize(

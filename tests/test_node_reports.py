@@ -169,6 +169,7 @@ OTHER_FORMAT_FILE = {
     "node-junit": "tape-5.tap",
     "node-test-junit": "mocha-11.json",
     "uvu-junit": "jest-29.json",
+    "tape-junit": "tape-5.tap",
     "mocha-xunit": "ava-6.tap",
     "jest-json": "mocha-11.json",
     "mocha-json": "jest-29.json",

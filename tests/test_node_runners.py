@@ -104,13 +104,12 @@ def test_node_test_gets_our_staged_reporter_and_a_token():
     assert again.token != inv.token  # a fresh token per run
 
 
-def test_tap_output_of_ava_and_tape_is_kept_whole_and_a_formatter_pipe_is_dropped():
+def test_tap_output_of_ava_is_kept_whole_and_tape_s_formatter_pipe_is_dropped():
     ava = node_invocation("ava --verbose", report_path=R)
     assert body(ava.command) == f"( ( ava --verbose --tap > {R}; rc=$?; cat {R}; exit $rc ) )"
+    assert ava.report_format == "ava-tap"
     tape = node_invocation("tape test/*.js | tap-spec", report_path=R)
-    assert body(tape.command) == f"( ( tape test/*.js > {R}; rc=$?; cat {R}; exit $rc ) )"
-    assert (tape.report_format, ava.report_format) == ("tape", "ava-tap")
-    assert any("tap-spec" in n for n in tape.notes)
+    assert "tap-spec" not in tape.command and any("tap-spec" in n for n in tape.notes)
     tap = node_invocation("tap --disable-coverage", report_path=R)
     assert body(tap.command) == f"( tap --disable-coverage --output-file={R} )"
 
@@ -127,8 +126,26 @@ def test_uvu_gets_our_preloaded_reporter_a_token_and_loses_its_bail():
     assert any("-b" in n for n in inv.notes)
 
 
+def test_tape_gets_our_preloaded_reporter_and_a_run_of_ids_is_narrowed_to_their_files():
+    inv = node_invocation("nyc tape 'test/**/*.js'", report_path=R)
+    preload = "--require=$WORKER_STAGE/worker_tape_reporter.cjs${NODE_OPTIONS:+ $NODE_OPTIONS}"
+    assert body(inv.command) == f"( NODE_OPTIONS=\"{preload}\" nyc tape 'test/**/*.js' )"
+    assert inv.report_format == "tape-junit" and inv.runner == "tape" and inv.report_path == R
+    assert inv.token and inv.env == {"WORKER_RUN_TOKEN": inv.token, "WORKER_TAPE_REPORT": R}
+    assert set(inv.staged) == {"worker_tape_reporter.cjs"}
+    # Ids carry their file: a run of some is a run of their files (tape selects no test by name).
+    ids = ["test/a.test.js::adds > nested", "test/a.test.js::mean"]
+    inv = node_invocation("nyc tape 'test/**/*.js'", report_path=R, test_ids=ids)
+    assert body(inv.command) == f'( NODE_OPTIONS="{preload}" nyc tape test/a.test.js )'
+    assert not any("not narrowed" in n for n in inv.notes)
+
+
 def test_unknown_runners_and_uvu_with_its_own_node_options_are_judged_by_exit_code():
-    for script in ("node test/index.js", "NODE_OPTIONS=--loader=tsx uvu tests"):
+    for script in (
+        "node test/index.js",
+        "NODE_OPTIONS=--loader=tsx uvu tests",
+        "NODE_OPTIONS=--require=esm tape test/*.js",
+    ):
         inv = node_invocation(script, report_path=R)
         assert inv.report_path is None and inv.report_format == "" and inv.token is None
         assert f"rm -f {R}" not in inv.command and body(inv.command) == f"( {script} )"
@@ -190,7 +207,7 @@ def test_jest_is_narrowed_by_file_paths_as_regular_expressions():
     assert body(inv.command).endswith(f"--outputFile={R} 'src/\\[id\\]\\.test\\.ts' )")
 
 
-def test_runs_of_ava_and_tape_are_not_narrowed_and_say_so():
+def test_runs_of_ava_are_not_narrowed_and_say_so():
     inv = node_invocation("ava", report_path=R, test_ids=["::mean › adds"])
     assert "mean" not in body(inv.command)
     inv = node_invocation("ava", report_path=R, test_ids=["test/x.js::mean › adds"])

@@ -73,7 +73,12 @@ def test_a_unittest_command_is_python_s_and_runs_our_runner_in_place_of_unittest
     assert (ecosystem_running(command) is PYTHON) is (runner is not None or "pytest" in command)
     if runner is not None:
         assert with_runner(command, "R") == runner
-        assert PYTHON.deselect(command, ["t.py::T::a"]) is None  # unittest has no --deselect
+        # unittest has no --deselect: our runner leaves the ids out, set for its command alone.
+        deselected = PYTHON.deselect(command, ["t.py::T::a", "t y.py::T"])
+        assert deselected is not None and is_unittest(deselected)
+        assignment = "WORKER_UNITTEST_DESELECT='t.py::T::a '\"'\"'t y.py::T'\"'\"'' "
+        assert assignment in deselected
+        assert with_runner(deselected, "R").replace(assignment, "") == runner
 
 
 def test_tox_s_and_ci_s_unittest_lines_are_the_test_command(tmp_path):
@@ -98,11 +103,15 @@ def test_tox_s_and_ci_s_unittest_lines_are_the_test_command(tmp_path):
     )
 
 
-def run_runner(repo: Path, *args: str, ids: list[str] | None = None) -> tuple[int, bytes | None]:
+def run_runner(
+    repo: Path, *args: str, ids: list[str] | None = None, deselect: str = ""
+) -> tuple[int, bytes | None]:
     """Our runner as the sandbox runs it, by the host's Python in `repo`: exit code, report."""
     report = repo.parent / "report.xml"
     report.unlink(missing_ok=True)
     env = {**os.environ, "WORKER_RUN_TOKEN": "t0k3n", "WORKER_UNITTEST_REPORT": str(report)}
+    if deselect:
+        env["WORKER_UNITTEST_DESELECT"] = deselect
     env.pop("PYTHONPATH", None)
     if ids is not None:
         (repo.parent / "ids.txt").write_text("".join(f"{i}\n" for i in ids))
@@ -154,6 +163,21 @@ def test_the_runner_names_tests_as_pytest_does_and_gives_fixture_errors_to_their
     code, report = run_runner(repo, "discover", "-s", "tests", ids=["tests/", "other"])
     assert report is not None and len(parse_junit(report).outcomes) == 8  # a folder's id: all
 
+    # Deselected (`worker ci`'s flaky tests): not run, each reported skipped, saying why; a
+    # class's id leaves out its tests and its setUpClass.
+    code, report = run_runner(
+        repo, "discover", "-s", "tests", deselect=f"{FAILING[0]} tests/test_ready.py::TestReady"
+    )
+    assert report is not None
+    summary = parse_junit(report)
+    assert summary.outcome_of(FAILING[0]) == summary.outcome_of(FAILING[1]) == "skipped"
+    assert summary.outcome_of("tests/test_calc.py::TestAdd::test_zero") == "passed"
+    assert summary.failing_ids() == [
+        "tests/test_broken.py",
+        "tests/test_late.py::TestLate::test_second",
+    ]
+    assert b"deselected: left out of the run" in report
+
     # A test that ends the process before the run's end leaves no report at all.
     (repo / "tests/test_calc.py").write_text(
         "import os, unittest\n\nclass TestAdd(unittest.TestCase):\n"
@@ -177,6 +201,15 @@ def test_a_unittest_project_s_baseline_names_its_failing_tests_and_a_fix_passes(
     passed = baseline.summary.outcome_of("tests/test_calc.py::TestAdd::test_runs_without_pytest")
     assert passed == "passed"
     assert "FAILED (failures=1, errors=1, skipped=1)" in baseline.result.output  # unittest's own
+
+    # `worker ci`'s deselection of a flaky test: left out of the run, the report says skipped.
+    flaky = PYTHON.deselect(test_cmd, [FAILING[1]])
+    assert flaky is not None
+    left_out = run_tests(session.box, test_cmd=flaky)
+    assert left_out.summary is not None, left_out.render()
+    assert left_out.summary.outcome_of(FAILING[1]) == "skipped"
+    assert left_out.summary.failing_ids() == FAILING[:1]
+    assert "skipped=2" in left_out.result.output  # unittest's own count says it too
 
     (session.workspace.path / "calc/__init__.py").write_text(ADD_FIX)
     failing_first = run_tests(session.box, test_cmd=test_cmd, test_ids=FAILING)

@@ -51,7 +51,7 @@ _FORMAT_NAMES = {
     "vitest-junit": "vitest JUnit", "node-junit": "node --test JUnit",
     "node-test-junit": "node --test JUnit", "jest-json": "jest JSON", "mocha-json": "mocha JSON",
     "mocha-xunit": "mocha xunit", "tap": "TAP", "ava-tap": "ava TAP", "tape": "tape TAP",
-    "uvu-junit": "uvu JUnit",
+    "tape-junit": "tape JUnit", "uvu-junit": "uvu JUnit",
 }  # fmt: skip
 #: npm's own placeholder for a project with no tests.
 NPM_PLACEHOLDER = re.compile(r"echo\s+[\"']?Error: no test specified")

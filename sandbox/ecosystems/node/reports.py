@@ -9,9 +9,11 @@ same tree. Two runners' reports give less:
 - mocha's JSON names a test by its full title, the titles joined by spaces
   (`test/a.test.js::stats mean of one number`): mocha keeps no other record of the nesting. A
   failing `before`/`after` hook is an error of the test it ran for (mocha names it so).
-- TAP from ava and tape names no file: `::mean › adds` (ava's title, its file's name in front
-  when there are several files) and `::test name` (tape: the `# name` comment its assertions
-  follow).
+- ava's TAP names no file: `::mean › adds` (its title, its file's name in front when there are
+  several files). tape's TAP names none either (`::test name`, the `# name` comment its
+  assertions follow, for a TAP file CI wrote); the sandbox's runs of tape use our reporter
+  (worker_tape_reporter.cjs), whose ids have the file: `test/x.js::name`,
+  `test/x.js::parent > subtest`.
 
 Formats (keys of PARSERS): vitest's JUnit, Node's own JUnit (CI's, Node 20 and later), our
 `node --test` reporter's JUnit (worker_node_test_reporter.mjs: ids written by it), jest's JSON
@@ -285,6 +287,7 @@ PARSERS: Mapping[str, Callable[[bytes, str], TestSummary]] = {
     "node-junit": parse_node_junit,
     "node-test-junit": parse_node_test_junit,
     "uvu-junit": parse_node_test_junit,  # our uvu reporter writes the same shape
+    "tape-junit": parse_node_test_junit,  # and so does our tape reporter
     "jest-json": parse_jest_json,
     "mocha-json": parse_mocha_json,
     "mocha-xunit": parse_mocha_xunit,

@@ -17,14 +17,16 @@ runner command counts by its exit code too.
 | `node --test` (Node 18.17+) | spec to stdout, our reporter (staged outside) to R | JUnit | yes |
 | ava | `--tap`, stdout to R, then shown | TAP | no: its titles change |
 | tap (node-tap 12+) | `--output-file=R` | TAP | yes |
-| tape | stdout to R, then shown (a `| tap-spec` after it dropped) | TAP | no: no file in ids |
+| tape (4, 5) | our reporter preloaded (NODE_OPTIONS --require), a pipe dropped | JUnit | yes |
 | uvu (0.5) | our reporter preloaded (NODE_OPTIONS --require), `-b` dropped | JUnit | no |
-| anything else (uvu with NODE_OPTIONS of its own) | none | none: exit code only | no |
+| anything else (uvu, tape with NODE_OPTIONS of their own) | none | none: exit code only | no |
 
 `node --test` gets a reporter of ours (worker_node_test_reporter.mjs) because Node's own junit
 reporter names no test file before Node 24 and does not exist before Node 20. uvu has no
 reporter at all: ours (worker_uvu_reporter.cjs) wraps its `suite` and `test` in the uvu CLI's
-process and writes the report at exit, stamped with the run's token. Test names are
+process and writes the report at exit, stamped with the run's token. tape's TAP names no file:
+ours (worker_tape_reporter.cjs) watches each test tape queues in the tape CLI's process, notes
+the test file that registered it, and writes the report the same way. Test names are
 never narrowed to: the verdict reads ids from the report, so a run of whole files is exact.
 """
 
@@ -55,6 +57,14 @@ TOKEN_VARIABLE = "WORKER_RUN_TOKEN"
 NODE_REPORTER = "worker_node_test_reporter.mjs"
 UVU_REPORTER = "worker_uvu_reporter.cjs"
 UVU_REPORT_VARIABLE = "WORKER_UVU_REPORT"
+TAPE_REPORTER = "worker_tape_reporter.cjs"
+TAPE_REPORT_VARIABLE = "WORKER_TAPE_REPORT"
+#: Runners that take a reporter of ours preloaded into their CLI's process (NODE_OPTIONS):
+#: (the reporter, the variable that tells it where to write).
+_PRELOADED: dict[str, tuple[str, str]] = {
+    "uvu": (UVU_REPORTER, UVU_REPORT_VARIABLE),
+    "tape": (TAPE_REPORTER, TAPE_REPORT_VARIABLE),
+}
 REPORT_FORMAT: dict[str, str] = {
     "vitest": "vitest-junit",
     "jest": "jest-json",
@@ -62,7 +72,7 @@ REPORT_FORMAT: dict[str, str] = {
     "node-test": "node-test-junit",
     "ava": "ava-tap",
     "tap": "tap",
-    "tape": "tape",
+    "tape": "tape-junit",
     "uvu": "uvu-junit",
 }
 _BINS: dict[str, Runner] = {
@@ -96,7 +106,7 @@ _CONFLICTS: dict[str, dict[str, bool]] = {
     "tape": {},
     "uvu": {"--bail": False, "-b": False},  # a bail leaves the other tests unrun: errors
 }
-_NARROWS = frozenset({"vitest", "jest", "mocha", "node-test", "tap"})
+_NARROWS = frozenset({"vitest", "jest", "mocha", "node-test", "tap", "tape"})
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _REPORT_PATH = re.compile(r"^/tmp/[A-Za-z0-9._-]+$")
 
@@ -228,8 +238,10 @@ def node_invocation(
             notes.append(f"a second test runner command counts by its exit code: {piece.text}")
             continue
         runner = found[0]
-        if runner == "uvu" and "NODE_OPTIONS" in piece.text:
-            notes.append("uvu with NODE_OPTIONS of its own takes no reporter: judged by exit code")
+        if runner in _PRELOADED and "NODE_OPTIONS" in piece.text:
+            notes.append(
+                f"{runner} with NODE_OPTIONS of its own takes no reporter: judged by exit code"
+            )
             reported = False
             break
         _drop_formatter(pieces, k, notes)
@@ -246,12 +258,14 @@ def node_invocation(
     fmt = fmt if reported else ""
     prelude = [f"rm -f {report_path}"] if reported else []
     prelude += ['export PATH="$PWD/node_modules/.bin:$PATH"', 'export WORKER_TEST_ROOT="$PWD"']
-    token = secrets.token_hex(16) if reported and runner in ("node-test", "uvu") else None
+    stamped = reported and (runner == "node-test" or runner in _PRELOADED)
+    token = secrets.token_hex(16) if stamped else None
     env = {TOKEN_VARIABLE: token} if token else {}
     staged = {NODE_REPORTER: _staged(NODE_REPORTER)} if runner == "node-test" else {}
-    if runner == "uvu" and reported:
-        env[UVU_REPORT_VARIABLE] = report_path
-        staged = {UVU_REPORTER: _staged(UVU_REPORTER)}
+    if runner in _PRELOADED and reported:
+        reporter, variable = _PRELOADED[runner]
+        env[variable] = report_path
+        staged = {reporter: _staged(reporter)}
     return Invocation(
         command="; ".join([*prelude, join(pieces)]),
         env=env,
@@ -401,7 +415,7 @@ def _instrument(
         "tape": "",
         "uvu": "",
     }[runner]
-    at_end = runner in ("vitest", "ava", "tap", "tape")
+    at_end = runner in ("vitest", "ava", "tap")
     insert = len(text.rstrip()) if at_end else words[after].end
     out = text[:insert] + (f" {flags}" if flags else "") + text[insert:]
     shift = len(flags) + 1 if flags else 0
@@ -412,11 +426,11 @@ def _instrument(
     if files and runner in _NARROWS:
         quoted = [shlex.quote(_jest_pattern(f) if runner == "jest" else f) for f in files]
         out += " " + " ".join(quoted)
-    if runner == "uvu":
-        # Our reporter, preloaded into uvu's process (and inert in any other node it starts).
-        preload = f"--require=${STAGE_VARIABLE}/{UVU_REPORTER}"
+    if runner in _PRELOADED:
+        # Our reporter, preloaded into the runner's process (inert in any other node it starts).
+        preload = f"--require=${STAGE_VARIABLE}/{_PRELOADED[runner][0]}"
         out = f'NODE_OPTIONS="{preload}${{NODE_OPTIONS:+ $NODE_OPTIONS}}" {out}'
-    if runner in ("ava", "tape"):
+    if runner == "ava":
         # The TAP stream is the runner's stdout: kept whole in the report, shown after it.
         out = f"( {out} > {report}; rc=$?; cat {report}; exit $rc )"
     return out
@@ -485,6 +499,10 @@ def _glob_regex(glob: str) -> re.Pattern[str]:
         elif glob[i] == "?":
             parts.append("[^/]")
             i += 1
+        elif glob[i] == "{" and "}" in glob[i:]:  # `{js,mjs}`: one of them
+            end = glob.index("}", i)
+            parts.append("(?:" + "|".join(map(re.escape, glob[i + 1 : end].split(","))) + ")")
+            i = end + 1
         else:
             parts.append(re.escape(glob[i]))
             i += 1

@@ -29,7 +29,11 @@ from sandbox.ecosystems.python.pytest_command import (
 )
 from sandbox.ecosystems.python.setup_infer import infer_setup
 from sandbox.ecosystems.python.tox_command import ci_test_command, tox_test_command
-from sandbox.ecosystems.python.unittest_command import instrument_unittest, is_unittest
+from sandbox.ecosystems.python.unittest_command import (
+    instrument_unittest,
+    is_unittest,
+    with_deselected,
+)
 from sandbox.setup.plan import SetupPlan
 from sandbox.source.grounding import Grounding
 from sandbox.source.places import LineCounts
@@ -208,9 +212,10 @@ class Python:
         return parse_junit(data)
 
     def deselect(self, test_cmd: str, ids: Sequence[str]) -> str | None:
-        """pytest's `--deselect` for each id; None for unittest, which has none."""
+        """pytest's `--deselect` for each id; for unittest, which has none, the ids our staged
+        runner leaves out (each reported skipped)."""
         if is_unittest(test_cmd):
-            return None
+            return with_deselected(test_cmd, ids)
         return test_cmd + "".join(f" --deselect {shlex.quote(t)}" for t in ids)
 
     def has_test(self, repo: Path, test_id: str) -> bool:

@@ -4,9 +4,11 @@ Staged into the sandbox and run by path in place of `-m unittest` (unittest_comm
 only (nothing of the worker, nor pytest, which the project's environment need not have). Before
 any of the repository's code is imported it takes out of the environment the run's token
 (WORKER_RUN_TOKEN), where to write the report (WORKER_UNITTEST_REPORT) and the file of test ids
-to run (WORKER_UNITTEST_IDS, where some are asked for). Then `unittest.main` parses the
-arguments and loads the tests as `python -m unittest` does, and a result class of ours records
-each test's outcome under pytest's id for it (`tests/test_m.py::TestAdd::test_add`).
+to run (WORKER_UNITTEST_IDS, where some are asked for), and the ids to leave out
+(WORKER_UNITTEST_DESELECT, shell words: `worker ci`'s flaky tests), each reported skipped.
+Then `unittest.main` parses the arguments and loads the tests as `python -m unittest` does, and
+a result class of ours records each test's outcome under pytest's id for it
+(`tests/test_m.py::TestAdd::test_add`).
 
 What unittest reports apart from a test is given to the tests it concerns, as pytest does: a
 module that fails to import is an error of its file (`tests/test_m.py`); a `setUpClass` or
@@ -20,6 +22,7 @@ verdict.py); what it can still do from inside the process: docs/architecture.md'
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import unittest
 import xml.etree.ElementTree as ET
@@ -38,6 +41,8 @@ TEXT_CHARS = 20_000  # of each message and traceback kept in the report
 _TOKEN = os.environ.pop("WORKER_RUN_TOKEN", "")
 _REPORT = os.environ.pop("WORKER_UNITTEST_REPORT", "")
 _IDS = os.environ.pop("WORKER_UNITTEST_IDS", "")
+_DESELECT = os.environ.pop("WORKER_UNITTEST_DESELECT", "")
+DESELECTED = "deselected: left out of the run by the test command (WORKER_UNITTEST_DESELECT)"
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 _SETUPS = ("setUpClass", "setUpModule")
 
@@ -190,16 +195,32 @@ class _Runner(unittest.TextTestRunner):
     resultclass = _Result  # type: ignore[assignment]
     files: dict[int, str] = {}  # the loader's, set by main()
 
+    deselected: list[Any] = []
+
     def run(self, test: Any) -> Any:
         wanted = _wanted()
         planned = list(_flat(test))
         if wanted is not None:
             planned = [t for t in planned if _asked(test_id(t, self.files), wanted)]
             test = unittest.TestSuite(planned)
+        left_out = set(shlex.split(_DESELECT))
+        if left_out:
+            self.deselected = [t for t in planned if _asked(test_id(t, self.files), left_out)]
+            test = unittest.TestSuite([t for t in planned if t not in self.deselected])
         _Result.files = self.files
         result = super().run(test)
         if _REPORT and isinstance(result, _Result):
             _write_report(_REPORT, result.report(planned))
+        return result
+
+    def _makeResult(self) -> Any:
+        """unittest's result, the deselected tests in it as skipped before any test runs
+        (unittest's own count of skips says them too)."""
+        result = super()._makeResult()
+        for test in self.deselected:
+            result.startTest(test)
+            result.addSkip(test, DESELECTED)
+            result.stopTest(test)
         return result
 
 
