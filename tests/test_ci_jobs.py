@@ -6,6 +6,7 @@ them is in test_setup_fidelity.py."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from policies.config import load_config
@@ -412,3 +413,32 @@ def test_a_ci_value_with_spaces_stays_an_assignment_in_each_language_s_command()
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert said.stdout == "x y"
+
+
+MARKER_WORKFLOW = """\
+jobs:
+  tests:
+    steps:
+      - run: python -m pip install tox tox-gh
+      - name: Install the type checker the tests run
+        run: |
+          python -m pip install "mypy==1.19.1; python_version == '3.9'"
+          python -m pip install "mypy==1.20.1; python_version >= '3.10'"
+      - run: python -m tox
+"""
+
+
+def test_a_ci_pin_with_an_environment_marker_reaches_set_up_whole(tmp_path):
+    # Its `;` is inside quotes: it once cut the line there, and the pin was lost.
+    tox = "[testenv]\ndeps = pytest\ncommands = pytest\n"
+    files = {".github/workflows/ci.yml": MARKER_WORKFLOW, "setup.py": "", "tox.ini": tox}
+    needs = ci_requirements(write(tmp_path, files))
+    assert needs is not None and needs.requirements == (
+        "mypy==1.19.1; python_version == '3.9'",
+        "mypy==1.20.1; python_version >= '3.10'",
+    )
+    assert needs.sources == (".github/workflows/ci.yml:7", ".github/workflows/ci.yml:8")
+    assert "tox-gh" in needs.left_out and "tox" in needs.left_out
+    command = infer_setup(tmp_path).command or ""
+    # pip evaluates each marker: the pin for the set-up's Python is the one installed.
+    assert shlex.split(command.rpartition("&&")[2])[-2:] == list(needs.requirements)

@@ -13,6 +13,12 @@ build, publish, lint or upload (LEFT_OUT), which the notes name.
 
 >>> ci_requirements_in("python -m pip install -U pip pytest 'numpy>=2' -r req.txt -e .[x] tox")
 (['pytest', 'numpy>=2'], ['pip', 'tox'])
+
+A requirement with an environment marker is kept whole (pip evaluates the marker, so of two
+pins for two Python versions the one for the set-up's Python is installed):
+
+>>> ci_requirements_in('''python -m pip install "mypy==1.20.1; python_version >= '3.10'"''')
+(["mypy==1.20.1; python_version >= '3.10'"], [])
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from sandbox.worktree.repo_files import RepoFiles
 LEFT_OUT = frozenset(
     {
         *("pip", "setuptools", "wheel", "build", "twine", "uv", "virtualenv", "pipx"),
-        *("tox", "nox", "tox-gh-actions", "tox-uv", "pre-commit", "codecov", "coveralls"),
+        *("tox", "nox", "tox-gh-actions", "tox-gh", "tox-uv", "pre-commit", "codecov", "coveralls"),
         *("flake8", "black", "isort", "ruff", "pylint", "bandit", "check-manifest"),
     }
 )
@@ -38,7 +44,7 @@ MAX_PACKAGES = 40
 TESTS = re.compile(r"\b(?:pytest|py\.test|tox|nox|unittest)\b")
 _PIP = re.compile(
     r"(?:^|[;&|(]\s*)(?:(?:python3?(?:\.\d+)?|py)\s+-m\s+pip|pip3?|uv\s+pip)\s+install\s+"
-    r"([^;&|)]*)"
+    r"((?:'[^']*'|\"[^\"]*\"|[^;&|)'\"])*)"  # a quoted word may hold `;` (a marker)
 )
 _WITH_VALUE = frozenset(
     {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url"}
@@ -46,6 +52,9 @@ _WITH_VALUE = frozenset(
 )
 _FILES = (".txt", ".in", ".whl", ".gz", ".zip", ".cfg", ".toml", ".py")
 _REQUIREMENT = re.compile(r"[A-Za-z0-9][\w.-]*(\[[\w,.-]+\])?\s*(?:[<>=!~]=?\s*[\w.*+!-]+,?)*")
+#: An environment marker after a requirement's `;` (PEP 508), which pip evaluates itself:
+#: `python_version >= '3.10'`, `sys_platform != "win32" and extra == "x"`.
+_MARKER = re.compile(r"""[\w\s.'"<>=!~()-]+""")
 
 
 @dataclass(frozen=True)
@@ -95,8 +104,12 @@ def ci_requirements_in(line: str) -> tuple[list[str], list[str]]:
             if word.startswith("-"):
                 skip_next = word in _WITH_VALUE
                 continue
-            if "$" in word or word.endswith(_FILES) or not _REQUIREMENT.fullmatch(word):
+            requirement, _, marker = word.partition(";")
+            if "$" in word or word.endswith(_FILES) or not _REQUIREMENT.fullmatch(requirement):
                 continue  # a path, `.`, a URL, a file, a matrix value
+            if marker and not _MARKER.fullmatch(marker):
+                continue
+            word = f"{requirement.strip()}; {marker.strip()}" if marker else word
             name = re.split(r"[\[<>=!~\s]", word, maxsplit=1)[0].lower().replace("_", "-")
             (dropped if name in LEFT_OUT else kept).append(word)
     return kept, dropped
