@@ -26,7 +26,8 @@ repository of its own, made inside that container before its first command:
   The model's tools never read or write it (policies/paths.py: `.git` is refused always).
 - **Trusted by git.** The copy's top folder can be root's (the locked tests make their folders
   so), which git calls "dubious ownership" for any other user: the container's system config,
-  a read-only file of the control folder named by GIT_CONFIG_SYSTEM, says /workspace is safe.
+  a read-only file of the control folder named by GIT_CONFIG_SYSTEM, says /workspace is safe
+  (and includes the image's own /etc/gitconfig).
 
 Where the repository cannot be made (a tree too big for the tmpfs), the repository stays
 empty (`git init` alone), which is what a tool that only asks for the top folder needs; the
@@ -88,13 +89,14 @@ def tmpfs_options(user: str, *, size_mb: int = REPOSITORY_MB) -> str:
 
 
 def system_config(workspace: str) -> bytes:
-    """git's system configuration in the container: the copy is a safe directory whoever
+    """git's system configuration in the container: the image's own (/etc/gitconfig, where it
+    has one: an include of a missing file is nothing), and the copy a safe directory whoever
     owns its top folder.
 
-    >>> system_config("/workspace").decode()
-    '[safe]\\n\\tdirectory = /workspace\\n'
+    >>> system_config("/workspace").decode().split()
+    ['[include]', 'path', '=', '/etc/gitconfig', '[safe]', 'directory', '=', '/workspace']
     """
-    return f"[safe]\n\tdirectory = {workspace}\n".encode()
+    return f"[include]\n\tpath = /etc/gitconfig\n[safe]\n\tdirectory = {workspace}\n".encode()
 
 
 def make_env() -> dict[str, str]:
