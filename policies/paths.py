@@ -83,6 +83,9 @@ SETTINGS_SUFFIXES = frozenset({".toml", ".ini", ".cfg"})
 Protection = Literal["locked", "fixture"]
 # Writing into .git could plant hooks that run on the host: no setting lifts this.
 _ALWAYS_WRITE_DENY: tuple[str, ...] = ("**/.git/**",)
+# Nor reading: the copy's .git is the sandbox's own repository (a mount of the container's, not
+# the user's history), and a tree's own .git is never copied; read_deny's default says it too.
+_ALWAYS_READ_DENY: tuple[str, ...] = ("**/.git/**",)
 _MAX_PATH_CHARS = 4096
 
 
@@ -395,6 +398,8 @@ class PathPolicy:
         shown = rel or "."
         if rel and _first_match(self.read_allow, rel, ignore_case=False) is None:
             return _refuse("read_allow", f"{shown} is outside the readable paths {self.read_allow}")
+        if _first_match(_ALWAYS_READ_DENY, rel, ignore_case=True) is not None:
+            return _refuse("git-internals", "files inside .git cannot be read or written")
         if (glob := _first_match(self.read_deny, rel, ignore_case=True)) is not None:
             return _refuse(
                 f"read_deny:{glob}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import uuid
 
 import docker
@@ -10,6 +11,7 @@ import pytest
 
 from policies.isolation import Isolation
 from policies.limits import Limits
+from sandbox.container import checkout_repo
 from sandbox.container.create import ContainerSpec, Hardening, create_container, run_to_end
 
 
@@ -80,3 +82,14 @@ def test_run_to_end_gives_stdout_and_leaves_nothing(
         run_to_end(docker_client, spec("echo why >&2; exit 3", 2))
     assert caught.value.exit_status == 3 and b"why" in caught.value.stderr
     assert docker_client.containers.list(all=True, filters={"name": name}) == []
+
+
+def test_a_spec_s_own_tmpfs_mounts_join_the_hardening_s() -> None:
+    hardening = Hardening(user="1000:1000", memory_mb=64, pids=64, cpus=1, tmp_mb=8)
+    git_dir = {"/workspace/.git": checkout_repo.tmpfs_options("1000:1000", size_mb=4)}
+    spec = ContainerSpec(image="i", command=["true"], hardening=hardening, tmpfs=git_dir)
+    assert spec.docker_args()["tmpfs"] == {
+        "/tmp": "size=8m,mode=1777",
+        "/workspace/.git": "size=4m,mode=0700,uid=1000,gid=1000,noexec,nosuid,nodev",
+    }
+    assert doctest.testmod(checkout_repo).failed == 0

@@ -6,12 +6,14 @@ one wrong divisor, and its tests."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from tests.npm_node import LoopbackRegistry, serve_npm_node
 from tests.test_ci_cli import ci
 from tests.test_fix_cli import report, run_fix, tree_state
@@ -243,3 +245,75 @@ def test_ci_s_build_runs_before_each_test_run_so_an_edit_of_src_is_verified(
     r = report(tmp_path / "plain")
     assert proc.returncode == 1 and r["status"] != "fixed", proc.stderr
     assert not any("CI's build" in s for s in r["setup"]["from"]), r["setup"]
+
+
+# As lefthook's and husky's installs do: it asks git for the top folder and the tracked files,
+# fails outside a repository, and writes a hook of its own into .git/hooks.
+CHECK_GIT = """\
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const git = (...args) => execFileSync('git', args, { encoding: 'utf8' }).trim();
+const problems = [];
+if (git('rev-parse', '--show-toplevel') !== process.cwd()) problems.push('not the top folder');
+const listed = git('ls-files').split('\\n');
+for (const file of ['package.json', 'stats.js', 'test/stats.test.js']) {
+  if (!listed.includes(file)) problems.push(`${file} is not listed`);
+}
+if (git('rev-list', '--count', 'HEAD') !== '1') problems.push("the user's history is here");
+if (git('log', '-1', '--format=%an %ad', '--date=short') !== 'worker 2000-01-01') {
+  problems.push('not the fixed commit');
+}
+if (git('remote') !== '' || fs.readFileSync('.git/config', 'utf8').includes('secret')) {
+  problems.push("the user's config is here");
+}
+fs.writeFileSync('.git/hooks/pre-commit', '#!/bin/sh\\ntouch hooked\\n', { mode: 0o755 });
+try { execFileSync('git', ['hook', 'run', 'pre-commit'], { stdio: 'ignore' }); } catch {}
+if (fs.existsSync('hooked')) problems.push('a hook ran');
+if (problems.length) {
+  console.error(problems.join('; '));
+  process.exit(1);
+}
+"""
+
+
+def test_the_working_copy_is_a_fresh_repository_of_the_sandbox_s_own(
+    make_repo, tmp_path, registry, docker_client
+):
+    files = project(
+        description=os.urandom(8).hex(),  # a set-up of its own, never one cached earlier
+        scripts={"prepare": "node check-git.js", "pretest": "node check-git.js",
+                 "test": "node --test"},
+    )  # fmt: skip
+    lock = {"name": "stats", "version": "1.0.0", "lockfileVersion": 3, "requires": True,
+            "packages": {"": {"name": "stats", "version": "1.0.0"}}}  # fmt: skip
+    repo = make_repo({**files, "check-git.js": CHECK_GIT, "package-lock.json": json.dumps(lock)})
+    # The user's own repository: a second commit, a remote with a token, a hook.
+    (repo / "notes.txt").write_text("history\n")
+    git(repo, "add", "notes.txt")
+    git(repo, "commit", "-q", "-m", "second")
+    git(repo, "remote", "add", "origin", "https://user:secret@example.com/stats.git")
+    (repo / ".git" / "hooks" / "post-checkout").write_text("#!/bin/sh\ntouch /tmp/hooked\n")
+    before = tree_state(repo)
+    script = [
+        tool_call("read_file", {"path": ".git/config"}),
+        tool_call("apply_patch", {"patch": GOOD_PATCH}),
+    ]
+    proc, server = fix(repo, tmp_path / "out", registry, script)
+    r = report(tmp_path / "out")
+    try:
+        assert proc.returncode == 0, proc.stderr
+        # Set-up ran `npm ci`, whose `prepare` asked git; the tests' `pretest` asked it again,
+        # in the agent's sandbox and in the clean re-check.
+        assert r["setup"]["command"].startswith("npm ci"), r["setup"]
+        assert r["tests_before"]["counts"]["failed"] == 2, r["tests_before"]
+        assert r["status"] == "fixed" and r["verification"]["passed"] is True
+        patch = (tmp_path / "out" / "fix.patch").read_text()
+        assert "+  return total / values.length;" in patch
+        assert ".git" not in patch and "hooked" not in patch
+        calls = [json.loads(line) for line in (tmp_path / "out" / "trace.jsonl").open()]
+        read = next(c for c in calls if c["type"] == "tool_call")
+        assert read["ok"] is False and "git-internals" in json.dumps(read), read
+        assert tree_state(repo) == before
+    finally:
+        if image := (r.get("setup") or {}).get("image"):
+            docker_client.images.remove(image, force=True)

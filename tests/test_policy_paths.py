@@ -323,9 +323,11 @@ def test_allow_edit_tests_widens_to_tests_but_not_ci_config_or_git(repo: Path) -
     assert not policy.is_writable(".git/config")
 
 
-def test_removing_the_git_read_rule_still_keeps_git_unwritable() -> None:
+def test_removing_the_git_rules_still_keeps_git_unreadable_and_unwritable() -> None:
+    # The copy's .git is the container's own repository: no setting hands it to the tools.
     policy = language_paths().with_overrides(read_deny=["!**/.git/**"], write_deny=["!**/.git/**"])
-    assert policy.is_readable(".git/config")
+    assert policy.check(".git/config").rule == "git-internals"
+    assert policy.check("sub/.git/HEAD").rule == "git-internals"
     assert policy.check(".git/hooks/pre-commit", write=True).rule == "git-internals"
 
 

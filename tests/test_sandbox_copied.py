@@ -48,6 +48,17 @@ def test_the_copy_is_the_containers_own_and_follows_the_tools_edits(make_repo, o
     assert not (ws / "made.txt").exists() and (ws / "app.py").read_text() == "x = 42\n"
 
 
+def test_the_copy_is_a_repository_whose_git_directory_never_comes_back(make_repo, open_sandbox):
+    repo = make_repo({"app.py": "x = 1\n", "pkg/mod.py": "y = 2\n"})
+    session = open_sandbox(repo)
+    box, ws = session.box, session.workspace.path
+    r = box.run("git rev-parse --show-toplevel && git ls-files && git status --porcelain")
+    assert r.output == "/workspace\napp.py\npkg/mod.py\n", r.output
+    box.sync_back()  # as set-up brings back what its command wrote into the tree
+    assert not (ws / ".git").exists()
+    assert session.workspace.diff() == ""
+
+
 def test_protected_files_and_the_runner_are_read_only_in_the_container(make_repo, open_sandbox):
     repo = make_repo({"app.py": "x = 1\n", "tests/test_app.py": "def test_x():\n    pass\n"})
     box = open_sandbox(repo, protect=language_paths().protection).box

@@ -243,10 +243,11 @@ def test_a_c_extension_is_compiled_in_set_up_and_imported_by_the_tests(
 
 
 def test_a_failed_set_up_names_its_cause_and_keeps_its_whole_log(make_repo, tmp_path, build_index):
-    # setuptools-scm with no git to ask and no checkout to read a version from: a plain folder.
+    # setuptools-scm with no checkout to read a version from (a plain folder), asking git of a
+    # folder that is no repository's top: the sandbox's copy is one, but not there.
     repo = make_repo(
         {
-            "pyproject.toml": SCM_PYPROJECT.format(salt=os.urandom(8).hex()),
+            "pyproject.toml": SCM_PYPROJECT.format(salt=os.urandom(8).hex()) + 'root = "scmdemo"\n',
             "scmdemo/__init__.py": "",
             "tests/test_x.py": "def test_x():\n    pass\n",
         },

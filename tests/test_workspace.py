@@ -57,6 +57,9 @@ def test_a_folder_that_is_not_a_git_repository(tmp_path):
     for noise in (".venv/lib", "__pycache__", "node_modules/x"):
         (tree / noise).mkdir(parents=True)
         (tree / noise / "junk").write_text("j\n")
+    # A gitfile (`.git` naming a repository elsewhere) is no file of the project, at any depth.
+    (tree / ".git").write_text("gitdir: /etc\n")
+    (tree / "src" / ".git").write_text("gitdir: /etc\n")
     ws = snapshot(tree, tmp_path / "run", owner_uid=None)
     assert files_in(ws.path) == {"src/a.py"}
 

@@ -131,3 +131,24 @@ def test_git_apply_keeps_config_out_and_says_so_in_shell() -> None:
     assert in_sandbox.args() == ("apply", "--recount", "--unidiff-zero", "-p1", "-")
     assert APPLY_TO_INDEX.env == {}  # the user's identity is read for the commit that follows
     assert APPLY_TO_INDEX.args() == ("apply", "--cached", "--whitespace=nowarn", "-")
+
+
+def test_git_apply_with_no_repository_runs_nothing_the_copy_s_repository_names(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    # The sandbox's copy is a repository whose config code run there may write: a filter
+    # (a program git runs on each file it reads or writes) must not run for our patch.
+    repo = make_repo({"f.txt": "a\n", ".gitattributes": "f.txt filter=evil\n"})
+    ran = tmp_path / "filter-ran"
+    git(repo, "config", "filter.evil.clean", f"touch {ran}; cat")
+    git(repo, "config", "filter.evil.smudge", f"touch {ran}; cat")
+    (tmp_path / "p.diff").write_text("--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-a\n+b\n")
+
+    def apply(how: GitApply) -> None:
+        shell = f"{how.shell()} {tmp_path / 'p.diff'}"
+        subprocess.run(["sh", "-c", shell], cwd=repo, check=True, capture_output=True)
+
+    apply(GitApply(no_repository=True))
+    assert (repo / "f.txt").read_text() == "b\n" and not ran.exists()
+    apply(GitApply(options=("-R",)))  # inside the repository, as it was: the filter runs
+    assert (repo / "f.txt").read_text() == "a\n" and ran.exists()

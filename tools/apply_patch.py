@@ -37,7 +37,8 @@ NO_CODE_CHANGE = (
 _MODE_MARK = "@worker-apply-mode "
 # --unidiff-zero: without it git pins a hunk with context on one side only to the start or end
 # of the file, and models rarely balance their context. Context-free hunks are refused earlier.
-_GIT = GitApply(options=("--recount", "--unidiff-zero", "-p1")).shell()
+# No repository: the copy in the sandbox is one, and what its config says is not for our patch.
+_GIT = GitApply(options=("--recount", "--unidiff-zero", "-p1"), no_repository=True).shell()
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",

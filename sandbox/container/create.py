@@ -90,6 +90,8 @@ class ContainerSpec:
     mounts: Sequence[Mount] = ()
     working_dir: str | None = None
     environment: Mapping[str, str] | None = None
+    #: More tmpfs mounts (path: options) beside the hardening's /tmp.
+    tmpfs: Mapping[str, str] | None = None
 
     def docker_args(self) -> dict[str, Any]:
         """The keyword arguments of `client.containers.create`."""
@@ -102,6 +104,8 @@ class ContainerSpec:
             args["network"] = self.network
         if self.hardening is not None:
             args.update(self.hardening.docker_args())
+        if self.tmpfs:
+            args["tmpfs"] = {**args.get("tmpfs", {}), **self.tmpfs}
         optional = {
             "name": self.name,
             "labels": None if self.labels is None else dict(self.labels),

@@ -27,6 +27,7 @@ from docker.types import Mount
 
 from policies.isolation import HARDENED, Isolation
 from policies.limits import Limits
+from sandbox.container import checkout_repo
 from sandbox.container import placement as where
 from sandbox.container.base import BASE_ENV, SandboxBase
 from sandbox.container.capture import TRAILER_MAX, from_trailer
@@ -48,6 +49,9 @@ RUN_LABELS_ENV = "WORKER_RUN_LABELS"
 RUN_LABELS: ContextVar[dict[str, str] | None] = ContextVar("worker_run_labels", default=None)
 CONTROL_MOUNT = "/run/worker"
 WORKSPACE_MOUNT = "/workspace"
+#: The copy's git directory, a tmpfs of the container's own (checkout_repo.py).
+GIT_DIR_MOUNT = f"{WORKSPACE_MOUNT}/{checkout_repo.GIT_DIR_NAME}"
+GIT_SYSTEM_CONFIG = f"{CONTROL_MOUNT}/{checkout_repo.SYSTEM_CONFIG_FILE}"
 HOST_CA_BUNDLE = "/etc/ssl/certs"
 #: What the Docker client raises when the daemon or the container goes away under it: an API
 #: error (404, 409), a broken or refused connection, a stream cut short.
@@ -74,7 +78,9 @@ class DockerSandbox(SandboxBase):
     """A hardened container with `workspace` at /workspace; run commands with `run`.
 
     The copy is bind-mounted where the daemon sees this machine's files, else sent in
-    (`placement`: "auto", "mounted" or "copied"; sandbox/container/placement.py)."""
+    (`placement`: "auto", "mounted" or "copied"; sandbox/container/placement.py). Before its
+    first command, the container makes the copy a git repository of its own
+    (sandbox/container/checkout_repo.py)."""
 
     isolation_label = "docker"
 
@@ -117,6 +123,8 @@ class DockerSandbox(SandboxBase):
         self._writable: tuple[str, ...] = ()
         #: What they held at this container's first command (runner.py: WRITABLE_BASE).
         self._writable_base: int | None = None
+        #: Whether this container's copy is a repository yet (checkout_repo.py).
+        self._repository_made = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -130,6 +138,9 @@ class DockerSandbox(SandboxBase):
         for name in ("runner.py", "reaper.py"):
             src = resources.files("sandbox.container").joinpath(name)
             (self.control_dir / name).write_bytes(src.read_bytes())
+        (self.control_dir / checkout_repo.SYSTEM_CONFIG_FILE).write_bytes(
+            checkout_repo.system_config(WORKSPACE_MOUNT)
+        )
         os.chmod(self.control_dir, 0o755)
         asked = self._asked
         first: Placement = "mounted"
@@ -174,6 +185,7 @@ class DockerSandbox(SandboxBase):
         # whose commit keeps them); a read-only one gets a copy of each on the daemon's disk.
         self._writable = self._image_writable() if isolation.read_only_root else ()
         self._writable_base = None  # a new container: its volumes are the image's again
+        self._repository_made = False  # and its copy no repository yet
         mounts += volume_mounts(self._writable)
         spec = ContainerSpec(
             image=self.image,
@@ -184,7 +196,8 @@ class DockerSandbox(SandboxBase):
             labels={**self._labels, "worker.placement": placement},
             mounts=mounts,
             working_dir=WORKSPACE_MOUNT,
-            environment=BASE_ENV,
+            environment={**BASE_ENV, "GIT_CONFIG_SYSTEM": GIT_SYSTEM_CONFIG},
+            tmpfs={GIT_DIR_MOUNT: checkout_repo.tmpfs_options(self._user)},
         )
         try:
             container = create_container(self._client, spec)
@@ -377,6 +390,8 @@ class DockerSandbox(SandboxBase):
         log_path: Path | None,
     ) -> CommandResult:
         def once() -> CommandResult:
+            if not self._repository_made:
+                self._make_repository(limit)
             return self._execute_once(
                 command,
                 limit=limit,
@@ -405,6 +420,27 @@ class DockerSandbox(SandboxBase):
         self._start_in("copied")
         capture.restart()  # what the first try printed (the runtime's own error) is not output
         return once()
+
+    def _make_repository(self, limit: float) -> None:
+        """Make the copy this container's own repository (checkout_repo.py), once; where
+        that fails, its output is kept as the log folder's `repository.log`."""
+        log = self._log_dir / "repository.log" if self._log_dir else None
+        capture = OutputCapture(keep_bytes=4000, log_path=None, log_max_bytes=0)
+        try:
+            made = self._execute_once(
+                checkout_repo.MAKE_SCRIPT,
+                limit=min(limit, checkout_repo.MAKE_TIMEOUT_S),
+                capture=capture,
+                capture_file=None,
+                env={**BASE_ENV, **checkout_repo.make_env()},
+                log_path=None,
+            )
+        finally:
+            capture.close()
+        self._repository_made = True
+        if log is not None and (not made.ok or made.output.strip()):
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(f"{made.describe()}\n{made.output}", encoding="utf-8")
 
     def _not_shared(self) -> bool:
         """Whether a mounted container ended because its control folder was not ours."""

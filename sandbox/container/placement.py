@@ -218,7 +218,8 @@ def control_tar(files: dict[str, bytes]) -> IO[bytes]:
 
 def pull(client: docker.DockerClient, container_id: str, path: str, dest: Path) -> None:
     """Copy the folder `path` of the container into `dest` (its contents, not the folder):
-    nothing that would land outside `dest` and no device is extracted (tarfile's data filter);
+    nothing that would land outside `dest`, no device and no `.git` (the container's own
+    repository, sandbox/container/checkout_repo.py) is extracted (tarfile's data filter);
     ownership is this process's."""
     try:
         stream, _ = client.api.get_archive(container_id, path)
@@ -234,6 +235,8 @@ def pull(client: docker.DockerClient, container_id: str, path: str, dest: Path) 
                 if member.name == top or not member.name.startswith(top + "/"):
                     continue
                 member.name = member.name[len(top) + 1 :]
+                if ".git" in member.name.split("/"):
+                    continue
                 try:
                     kept = tarfile.data_filter(member, str(dest))
                 except tarfile.FilterError:

@@ -86,6 +86,8 @@ def manifest(root: Path) -> Manifest:
             and not os.path.islink(os.path.join(top, d))
         ]
         for name in names:
+            if name == ".git":  # a gitfile (a link to a repository elsewhere): not the project's
+                continue
             path = os.path.join(top, name)
             try:
                 st = os.lstat(path)

@@ -40,6 +40,11 @@ _PREFIX = {"old": "a/", "new": "b/"}
 _EXTENDED: tuple[Kind, ...] = ("rename from", "rename to", "copy from", "copy to")
 #: Keeps the user's and the system's git configuration (`apply.whitespace`, ...) out of a command.
 NO_GIT_CONFIG = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+#: A git directory that is none: git then finds no repository at all, and `git apply` patches
+#: plain files, whatever `.git` the folder holds (the sandbox's copy is a repository,
+#: sandbox/container/checkout_repo.py, whose config and hooks code run in the sandbox may have
+#: written: its filters must not decide how a patch applies).
+NO_REPOSITORY = {"GIT_DIR": "/nonexistent/no-repository"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +105,25 @@ def removed_lines(patch: str) -> list[str]:
 class GitApply:
     """One `git apply` as we run it: its options, and an environment that keeps the user's and
     the system's git configuration out (unless `user_config`, where the user's repository is
-    committed to and its identity is wanted).
+    committed to and its identity is wanted), and with `no_repository` any repository too.
 
     >>> GitApply(options=("-p1",)).shell()
     'GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null git apply -p1'
+    >>> GitApply(no_repository=True).shell()
+    'GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_DIR=/nonexistent/no-repository git apply'
     """
 
     options: tuple[str, ...] = ()
     user_config: bool = False
+    no_repository: bool = False
 
     @property
     def env(self) -> dict[str, str]:
         """The variables to add to git's environment."""
-        return {} if self.user_config else dict(NO_GIT_CONFIG)
+        return {
+            **({} if self.user_config else NO_GIT_CONFIG),
+            **(NO_REPOSITORY if self.no_repository else {}),
+        }
 
     def args(self, patch_file: str = "-") -> tuple[str, ...]:
         """git's arguments after `git` (global options, `-C`, go before them): `-` reads stdin."""
@@ -134,7 +145,9 @@ def apply_to_dir(tree: Path, patch: str, *, check_only: bool = False) -> None:
     """`git apply` a patch to a plain directory (no repository), all or nothing."""
     if not patch.strip():
         return
-    apply = GitApply(options=("--whitespace=nowarn", *(["--check"] if check_only else [])))
+    apply = GitApply(
+        options=("--whitespace=nowarn", *(["--check"] if check_only else [])), no_repository=True
+    )
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         **apply.env,

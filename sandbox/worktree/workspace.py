@@ -317,11 +317,14 @@ def _submodule_files(repo: Path) -> set[str]:
 
 
 def _walk(repo: Path) -> list[str]:
+    """Every file outside the noise folders; never a `.git` of any kind (a gitfile pointing
+    elsewhere included): the tree is hostile input, and git would not list one either."""
     found: list[str] = []
     for top, dirs, names in os.walk(repo):
         dirs[:] = [d for d in dirs if d not in NOISE_DIRS]
         for name in names + [d for d in dirs if os.path.islink(os.path.join(top, d))]:
-            found.append(os.path.relpath(os.path.join(top, name), repo))
+            if name != ".git":
+                found.append(os.path.relpath(os.path.join(top, name), repo))
     return sorted(found)
 
 
