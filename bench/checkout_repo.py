@@ -1,10 +1,11 @@
-"""What making the copy a repository costs (sandbox/container/checkout_repo.py): a container's
-first command makes it, so the first `true` is timed against the second, in fresh containers.
+"""What making the copy a repository costs (sandbox/container/checkout_repo.py): the first git
+call in a container makes it, so in fresh containers a first command that runs no git, the
+first `git rev-parse HEAD` and the second are timed.
 
     PYTHONPATH=$PWD python3 bench/checkout_repo.py [TREE ...] [--repeat N]
 
 Without a TREE: a synthetic tree of 10,000 small files (100 folders of 100). Each line: the
-tree's files and bytes, the median first and second command, and the `.git` it made.
+tree's files and bytes, the medians, and the `.git` it made.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from sandbox.container.docker_sandbox import DockerSandbox  # noqa: E402
 from sandbox.container.image import DEFAULT_IMAGE, ensure_image  # noqa: E402
 from sandbox.worktree.workspace import make_run_dir, remove_dir, snapshot  # noqa: E402
 
+GIT = "git rev-parse HEAD"
+
 
 def synthetic(root: Path) -> Path:
     for i in range(100):
@@ -41,24 +44,23 @@ def measure(tree: Path, repeat: int) -> str:
     run_dir = make_run_dir("worker-bench-repo-")
     try:
         ws = snapshot(tree, run_dir / "copy")
-        firsts, seconds, made = [], [], ""
+        plain, firsts, seconds, made = [], [], [], [""]
         for n in range(repeat):
             box = DockerSandbox(
                 client=client, image=DEFAULT_IMAGE, workspace=ws.path,
                 control_dir=run_dir / f"control{n}", limits=Limits(),
             )  # fmt: skip
             with box:
-                t = time.perf_counter()
-                box.run("true")
-                firsts.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                box.run("true")
-                seconds.append(time.perf_counter() - t)
+                for times, command in ((plain, "true"), (firsts, GIT), (seconds, GIT)):
+                    t = time.perf_counter()
+                    box.run(command)
+                    times.append(time.perf_counter() - t)
                 made = box.run("git ls-files | wc -l; du -sh .git | cut -f1").output.split()
         return (
-            f"{tree}: {ws.files} files, {ws.tree_bytes / 1e6:.1f} MB; first command "
-            f"{statistics.median(firsts):.2f} s, second {statistics.median(seconds):.2f} s; "
-            f"{made[0]} files committed, .git {made[1]}"
+            f"{tree}: {ws.files} files, {ws.tree_bytes / 1e6:.1f} MB; a command with no git "
+            f"{statistics.median(plain):.2f} s; the first git call "
+            f"{statistics.median(firsts):.2f} s, the second {statistics.median(seconds):.2f} s; "
+            f"{made[0]} files committed, .git {made[-1]}"
         )
     finally:
         remove_dir(run_dir)

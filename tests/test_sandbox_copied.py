@@ -52,6 +52,11 @@ def test_the_copy_is_a_repository_whose_git_directory_never_comes_back(make_repo
     repo = make_repo({"app.py": "x = 1\n", "pkg/mod.py": "y = 2\n"})
     session = open_sandbox(repo)
     box, ws = session.box, session.workspace.path
+    # Made at the first git call, not before: a command that runs no git pays nothing, and
+    # one with a repository of its own named (GIT_DIR: the edit tools' `git apply`) makes none.
+    assert box.run("ls -A .git").output == ""
+    assert not box.run("GIT_DIR=/nonexistent/repository git status").ok
+    assert box.run("ls -A .git").output == ""
     r = box.run("git rev-parse --show-toplevel && git ls-files && git status --porcelain")
     assert r.output == "/workspace\napp.py\npkg/mod.py\n", r.output
     box.sync_back()  # as set-up brings back what its command wrote into the tree

@@ -4,8 +4,17 @@ Some projects' install or test scripts ask git: `lefthook install` and husky in 
 script (run by `npm ci`, and again by `npm pack`), `git rev-parse --show-toplevel` or `git
 ls-files` in a build script, a Maven or cargo build stamping the commit. Outside a repository
 they end the set-up or the test run (lefthook: exit 128). So each container's /workspace is a
-repository of its own, made inside that container before its first command:
+repository of its own, made inside that container the first time anything in it calls git:
 
+- **Made when first asked for.** The `git` that commands find first on their PATH is a small
+  script of the control folder's (`wrapper`): its first call in a container (a lock held, in
+  case two ask at once) makes the repository, then it and every later call is the image's git,
+  with the caller's own arguments, folder and variables. Most test runs never call git and pay
+  nothing: making it in every container before its first command cost each `worker fix` about
+  0.3 s (its own sandbox and the clean re-check: bench/overhead.py), and 0.8 s a container for
+  a tree of 10,000 files (bench/checkout_repo.py). A call with GIT_DIR set (the edit tools'
+  `git apply`, a test's own repository) asks for another repository and makes none. A tool
+  that reads `.git` without running git (JGit) finds the empty folder, as outside a checkout.
 - **Fresh, with the tree as its one commit.** `git init`, every file of the copy that the
   tree's `.gitignore` does not ignore added, one commit by a fixed identity at a fixed date.
   Not an empty repository: `git ls-files`, `git status` and `git diff --quiet` answer as in
@@ -31,10 +40,12 @@ repository of its own, made inside that container before its first command:
 
 Where the repository cannot be made (a tree too big for the tmpfs), the repository stays
 empty (`git init` alone), which is what a tool that only asks for the top folder needs; the
-output says why in the sandbox's log folder (`repository.log`).
+call that made it says why on its stderr, once.
 """
 
 from __future__ import annotations
+
+import shlex
 
 #: The git directory's mount point, inside the working copy's (docker_sandbox.py's /workspace).
 GIT_DIR_NAME = ".git"
@@ -43,8 +54,14 @@ GIT_DIR_NAME = ".git"
 REPOSITORY_MB = 512
 #: The control folder's file that is git's system configuration in the container.
 SYSTEM_CONFIG_FILE = "gitconfig"
-#: How long the repository may take to make; a tree that takes longer gets the empty one.
-MAKE_TIMEOUT_S = 300.0
+#: How long a git call waits for another making the repository, at most.
+MAKE_WAIT_S = 300
+#: The wrapper's name in the control folder, which the runner puts first on commands' PATH.
+WRAPPER_NAME = "git"
+#: In the git directory, once the repository is made (or found unmakeable): later calls go
+#: straight to git. The lock beside it is held while one is made.
+MADE_MARK = "worker-made"
+LOCK_FILE = "worker-making.lock"
 #: The commit's identity and date: fixed, so the same tree is the same commit everywhere.
 IDENTITY = {
     "GIT_AUTHOR_NAME": "worker",
@@ -102,3 +119,39 @@ def system_config(workspace: str) -> bytes:
 def make_env() -> dict[str, str]:
     """The variables of the making: no user configuration, a fixed identity and date."""
     return {"GIT_CONFIG_GLOBAL": "/dev/null", "LC_ALL": "C", **IDENTITY}
+
+
+def wrapper(control: str, workspace: str) -> bytes:
+    """The `git` first on the sandbox's commands' PATH (the runner puts `control` there): makes
+    `workspace` a repository at its first call in the container, then runs the image's git.
+
+    >>> text = wrapper("/run/worker", "/workspace").decode()
+    >>> text.splitlines()[0], text.rstrip().splitlines()[-1]
+    ('#!/bin/sh', 'exec git "$@"')
+    """
+    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in make_env().items())
+    git_dir = f"{workspace}/{GIT_DIR_NAME}"
+    return f"""#!/bin/sh
+# git, as the sandbox's commands find it (sandbox/container/checkout_repo.py): the first call in
+# this container makes {workspace} a repository of its own; then the image's git runs.
+PATH=$(printf '%s' ":$PATH:" | sed -e 's|:{control}:|:|g' -e 's|^:||' -e 's|:$||')
+export PATH
+if [ -z "${{GIT_DIR+set}}" ] && [ ! -e {git_dir}/{MADE_MARK} ] && [ -w {git_dir} ]; then
+  said=$(
+    if command -v flock >/dev/null 2>&1; then
+      exec 9>{git_dir}/{LOCK_FILE} && flock -w {MAKE_WAIT_S} 9
+    fi
+    [ -e {git_dir}/{MADE_MARK} ] && exit 0
+    cd {workspace} || exit 0
+    ( export {variables}; {_subshell(MAKE_SCRIPT)} ) 2>&1
+    : > {git_dir}/{MADE_MARK}
+  )
+  [ -n "$said" ] && printf 'worker: making the working copy a repository: %s\\n' "$said" >&2
+fi
+exec git "$@"
+""".encode()
+
+
+def _subshell(script: str) -> str:
+    """MAKE_SCRIPT as one subshell's body (its `exit`s end that subshell alone)."""
+    return "\n".join(f"  {line}" if line else line for line in script.splitlines()).strip()

@@ -78,8 +78,8 @@ class DockerSandbox(SandboxBase):
     """A hardened container with `workspace` at /workspace; run commands with `run`.
 
     The copy is bind-mounted where the daemon sees this machine's files, else sent in
-    (`placement`: "auto", "mounted" or "copied"; sandbox/container/placement.py). Before its
-    first command, the container makes the copy a git repository of its own
+    (`placement`: "auto", "mounted" or "copied"; sandbox/container/placement.py). The first
+    git call in the container makes the copy a git repository of its own
     (sandbox/container/checkout_repo.py)."""
 
     isolation_label = "docker"
@@ -123,8 +123,6 @@ class DockerSandbox(SandboxBase):
         self._writable: tuple[str, ...] = ()
         #: What they held at this container's first command (runner.py: WRITABLE_BASE).
         self._writable_base: int | None = None
-        #: Whether this container's copy is a repository yet (checkout_repo.py).
-        self._repository_made = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -141,6 +139,9 @@ class DockerSandbox(SandboxBase):
         (self.control_dir / checkout_repo.SYSTEM_CONFIG_FILE).write_bytes(
             checkout_repo.system_config(WORKSPACE_MOUNT)
         )
+        git = self.control_dir / checkout_repo.WRAPPER_NAME
+        git.write_bytes(checkout_repo.wrapper(CONTROL_MOUNT, WORKSPACE_MOUNT))
+        git.chmod(0o755)  # the runner puts the control folder first on commands' PATH
         os.chmod(self.control_dir, 0o755)
         asked = self._asked
         first: Placement = "mounted"
@@ -185,7 +186,6 @@ class DockerSandbox(SandboxBase):
         # whose commit keeps them); a read-only one gets a copy of each on the daemon's disk.
         self._writable = self._image_writable() if isolation.read_only_root else ()
         self._writable_base = None  # a new container: its volumes are the image's again
-        self._repository_made = False  # and its copy no repository yet
         mounts += volume_mounts(self._writable)
         spec = ContainerSpec(
             image=self.image,
@@ -236,7 +236,7 @@ class DockerSandbox(SandboxBase):
 
     def _send_control(self) -> None:
         files = {p.name: p.read_bytes() for p in self.control_dir.iterdir() if p.is_file()}
-        with where.control_tar(files) as tar:
+        with where.control_tar(files, programs=[checkout_repo.WRAPPER_NAME]) as tar:
             self._put(CONTROL_MOUNT, tar)
 
     def _put(self, path: str, data: Any) -> None:
@@ -390,8 +390,6 @@ class DockerSandbox(SandboxBase):
         log_path: Path | None,
     ) -> CommandResult:
         def once() -> CommandResult:
-            if not self._repository_made:
-                self._make_repository(limit)
             return self._execute_once(
                 command,
                 limit=limit,
@@ -420,27 +418,6 @@ class DockerSandbox(SandboxBase):
         self._start_in("copied")
         capture.restart()  # what the first try printed (the runtime's own error) is not output
         return once()
-
-    def _make_repository(self, limit: float) -> None:
-        """Make the copy this container's own repository (checkout_repo.py), once; where
-        that fails, its output is kept as the log folder's `repository.log`."""
-        log = self._log_dir / "repository.log" if self._log_dir else None
-        capture = OutputCapture(keep_bytes=4000, log_path=None, log_max_bytes=0)
-        try:
-            made = self._execute_once(
-                checkout_repo.MAKE_SCRIPT,
-                limit=min(limit, checkout_repo.MAKE_TIMEOUT_S),
-                capture=capture,
-                capture_file=None,
-                env={**BASE_ENV, **checkout_repo.make_env()},
-                log_path=None,
-            )
-        finally:
-            capture.close()
-        self._repository_made = True
-        if log is not None and (not made.ok or made.output.strip()):
-            log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text(f"{made.describe()}\n{made.output}", encoding="utf-8")
 
     def _not_shared(self) -> bool:
         """Whether a mounted container ended because its control folder was not ours."""

@@ -203,13 +203,15 @@ def _with_parents(rels: Iterable[str]) -> Iterator[str]:
                 yield prefix
 
 
-def control_tar(files: dict[str, bytes]) -> IO[bytes]:
-    """The control folder's files, owned by nobody and read-only, for a copied container."""
+def control_tar(files: dict[str, bytes], programs: Iterable[str] = ()) -> IO[bytes]:
+    """The control folder's files, owned by nobody and read-only, for a copied container; the
+    `programs` among them may run (the git wrapper, checkout_repo.py)."""
+    runnable = set(programs)
     out = tempfile.TemporaryFile()
     with tarfile.open(fileobj=out, mode="w") as tar:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o444
+            info.size, info.mode = len(data), 0o555 if name in runnable else 0o444
             info.uid = info.gid = CONTROL_UID
             tar.addfile(info, io.BytesIO(data))
     out.seek(0)

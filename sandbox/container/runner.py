@@ -235,6 +235,10 @@ def spawn(command, write_fd, read_fd):
             os.dup2(write_fd, 1)
             os.dup2(write_fd, 2)
             os.close(read_fd)
+            # This folder first on the command's PATH: its `git` makes the copy a repository at
+            # the first call (sandbox/container/checkout_repo.py).
+            here = os.path.dirname(os.path.abspath(__file__))
+            os.environ["PATH"] = here + ":" + os.environ.get("PATH", "/usr/bin:/bin")
             os.execv("/bin/sh", ["/bin/sh", "-c", command])
         finally:
             os._exit(127)
