@@ -113,7 +113,7 @@ def test_no_package_json_is_not_a_node_set_up(tmp_path):
 def test_yarn_1_lockfile_is_a_frozen_yarn_install_by_corepack(tmp_path):
     plan = infer(tmp_path, {"package.json": {"name": "p", **DEPS}, "yarn.lock": YARN1_LOCK})
     assert plan.command == "yarn install --frozen-lockfile"
-    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@1"
+    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@1.22.22"
     assert plan.describe() == (
         "inferred set-up: yarn install --frozen-lockfile (Yarn 1 by corepack; from yarn.lock)"
     )
@@ -161,7 +161,7 @@ def test_berry_is_told_by_yarnrc_or_its_lockfile_and_its_yarn_path_is_followed(t
     # Yarn 1 hands over to the release the repository keeps.
     assert plan.command is not None
     assert plan.command == "yarn install --immutable"
-    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@1"
+    assert plan.tool is not None and plan.tool.install == "corepack install -g yarn@1.22.22"
 
 
 @pytest.mark.parametrize(("lock", "default"), [(PNPM9_LOCK, "pnpm@10"), (PNPM6_LOCK, "pnpm@8")])

@@ -62,6 +62,11 @@ PNPM_BY_LOCKFILE = (("9.", "pnpm@10"), ("6.", "pnpm@8"), ("5.", "pnpm@7"))
 _PACKAGE_MANAGER = re.compile(r"^(npm|yarn|pnpm)@(\d+)(\.[0-9A-Za-z.-]+)?(\+[\w.=-]+)?$")
 _PNPM_LOCK_VERSION = re.compile(r"^lockfileVersion:\s*['\"]?([\d.]+)", re.MULTILINE)
 _YARN_PATH = re.compile(r"^yarnPath:", re.MULTILINE)
+#: Yarn 1 where nothing names a version, exact: a range ("yarn@1") makes corepack list the
+#: releases, which Node 16's and 18's corepack asks repo.yarnpkg.com/tags for, whatever
+#: COREPACK_NPM_REGISTRY says (HTTP 500 through the fence: redux-thunk's set-up). An exact
+#: version is one download from the registry. 1.22.22 (2024-03) is Yarn 1's last release.
+YARN_CLASSIC = "yarn@1.22.22"
 
 #: Variables a Node user may have set, passed to set-up as they are. NODE_EXTRA_CA_CERTS: behind
 #: a TLS-inspecting proxy Node (npm, corepack) trusts only its own CAs, not the system's store
@@ -289,7 +294,7 @@ def _default_version(tree: RepoFiles, manager: PackageManager) -> str:
         return "pnpm@latest"
     if manager.berry and not _YARN_PATH.search(tree.read(".yarnrc.yml") or ""):
         return "yarn@stable"
-    return "yarn@1"  # Yarn 1 itself, or the one that hands over to the yarnPath release
+    return YARN_CLASSIC  # Yarn 1 itself, or the one that hands over to the yarnPath release
 
 
 def _package_json(tree: RepoFiles) -> dict[str, Any] | None:
