@@ -91,6 +91,33 @@ def test_a_mocha_older_than_9_1_writes_xunit_having_no_json_to_a_file(tmp_path):
     assert newer.report_format == "mocha-json"
 
 
+@pytest.mark.parametrize(
+    ("files", "xunit"),
+    [
+        # No lockfile: an install gets the newest 8.x (js-yaml's mocha "^8.2.1"); none of 9.
+        ({"package.json": {"devDependencies": {"mocha": "^8.2.1"}}}, True),
+        ({"package.json": {"devDependencies": {"mocha": "^9.0.0"}}}, False),
+        # The lockfile's version wins over the range.
+        (
+            {
+                "package.json": {"devDependencies": {"mocha": ">=8"}},
+                "package-lock.json": {"packages": {"node_modules/mocha": {"version": "9.0.3"}}},
+            },
+            True,
+        ),
+    ],
+)
+def test_mocha_s_version_comes_from_the_lockfile_or_the_range_without_node_modules(
+    tmp_path, files, xunit
+):
+    scripts = {"scripts": {"test": "mocha"}}
+    for name, data in files.items():
+        data = {**scripts, **data} if name == "package.json" else data
+        (tmp_path / name).write_text(json.dumps(data))
+    inv = NodeTestCommand.of(RepoFiles(tmp_path)).invocation()
+    assert inv.report_format == ("mocha-xunit" if xunit else "mocha-json"), inv.command
+
+
 def test_node_test_gets_our_staged_reporter_and_a_token():
     inv = node_invocation("node --test --test-reporter=dot test/", report_path=R)
     assert body(inv.command) == (

@@ -40,7 +40,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from sandbox.ecosystems.node import reports
 from sandbox.ecosystems.node.ci_build import ci_node_build
@@ -175,17 +175,66 @@ class NodeTestCommand:
 
 
 def installed_versions(files: RepoFiles) -> dict[str, str]:
-    """The version of each runner package in the tree's node_modules, where there is one."""
+    """The version of each runner package whose flags depend on it (mocha's): the one in the
+    tree's node_modules, else the lockfile's, else the newest package.json's range allows
+    (`^8.2.1`: 8.x, the newest 8 is what an install without a lockfile gets). A set-up's
+    node_modules is a link into its image, which the host does not read: without the last two,
+    a project with no lockfile and mocha 8 (js-yaml) was given mocha 9.1's JSON flags, and its
+    run had no report."""
     found: dict[str, str] = {}
-    for package in ("mocha",):  # the one whose flags depend on its version
-        text = files.read(f"node_modules/{package}/package.json")
-        try:
-            version = json.loads(text).get("version") if text else None
-        except (ValueError, AttributeError):
-            version = None
-        if isinstance(version, str):
+    for package in ("mocha",):
+        version = (
+            _json_field(files.read(f"node_modules/{package}/package.json"), "version")
+            or _locked_version(files, package)
+            or _newest_in_range(_declared(files, package))
+        )
+        if version is not None:
             found[package] = version
     return found
+
+
+def _json_field(text: str | None, *path: str) -> str | None:
+    try:
+        value: Any = json.loads(text) if text else None
+    except ValueError:
+        return None
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _locked_version(files: RepoFiles, package: str) -> str | None:
+    """`package`'s version in package-lock.json (v2/3 `packages`, v1 `dependencies`)."""
+    text = files.read("package-lock.json") or files.read("npm-shrinkwrap.json")
+    return _json_field(text, "packages", f"node_modules/{package}", "version") or _json_field(
+        text, "dependencies", package, "version"
+    )
+
+
+def _declared(files: RepoFiles, package: str) -> str | None:
+    text = files.read("package.json")
+    return _json_field(text, "devDependencies", package) or _json_field(
+        text, "dependencies", package
+    )
+
+
+def _newest_in_range(spec: str | None) -> str | None:
+    """The newest version a simple range allows, as far as its numbers tell: `^8.2.1` and `8`
+    are 8.x (given as "8.999.0"), `~9.0.3` is 9.0.x, `9.2.0` itself; None for anything else
+    (`>=8`, `*`, a tag, a URL: the newest release, whatever it is).
+
+    >>> [_newest_in_range(s) for s in ("^8.2.1", "~9.0.3", "9.2.0", "8.x", ">=8", "latest")]
+    ['8.999.0', '9.0.999', '9.2.0', '8.999.0', None, None]
+    """
+    match = re.fullmatch(r"\s*([~^]?)(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*", spec or "")
+    if match is None:
+        return None
+    op, major, minor, patch = match.groups()
+    if op == "^" or minor in (None, "x", "*"):
+        return f"{major}.999.0" if int(major) > 0 or minor in (None, "x", "*") else None
+    if op == "~" or patch in (None, "x", "*"):
+        return f"{major}.{minor}.999"
+    return f"{major}.{minor}.{patch}"
 
 
 def package_scripts(files: RepoFiles) -> dict[str, str]:
