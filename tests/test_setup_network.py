@@ -19,8 +19,7 @@ import docker.errors
 import pytest
 
 from policies.limits import Limits
-from sandbox.container.base import BASE_ENV
-from sandbox.container.docker_sandbox import LABEL
+from sandbox.container.docker_sandbox import CONTAINER_ENV, LABEL
 from sandbox.container.owner import Owner
 from sandbox.container.prune import sweep_leftovers
 from sandbox.ecosystems.python.installer import PIP
@@ -320,7 +319,7 @@ def test_a_named_secret_reaches_set_up_and_nothing_else(
     base = docker_client.images.get(sandbox_image).attrs
     assert secret not in repr(attrs)
     assert set(attrs["Config"]["Env"]) - set(base["Config"]["Env"]) <= {
-        f"{k}={v}" for k, v in BASE_ENV.items()
+        f"{k}={v}" for k, v in CONTAINER_ENV.items()
     }
     assert not [e for e in attrs["Config"]["Env"] if e.startswith("WORKER_TEST_TOKEN")]
     history = docker_client.api.history(result.image)

@@ -52,6 +52,8 @@ WORKSPACE_MOUNT = "/workspace"
 #: The copy's git directory, a tmpfs of the container's own (checkout_repo.py).
 GIT_DIR_MOUNT = f"{WORKSPACE_MOUNT}/{checkout_repo.GIT_DIR_NAME}"
 GIT_SYSTEM_CONFIG = f"{CONTROL_MOUNT}/{checkout_repo.SYSTEM_CONFIG_FILE}"
+#: Every container's environment (a set-up image's commit keeps it: nothing secret in it).
+CONTAINER_ENV = {**BASE_ENV, "GIT_CONFIG_SYSTEM": GIT_SYSTEM_CONFIG}
 HOST_CA_BUNDLE = "/etc/ssl/certs"
 #: What the Docker client raises when the daemon or the container goes away under it: an API
 #: error (404, 409), a broken or refused connection, a stream cut short.
@@ -196,7 +198,7 @@ class DockerSandbox(SandboxBase):
             labels={**self._labels, "worker.placement": placement},
             mounts=mounts,
             working_dir=WORKSPACE_MOUNT,
-            environment={**BASE_ENV, "GIT_CONFIG_SYSTEM": GIT_SYSTEM_CONFIG},
+            environment=CONTAINER_ENV,
             tmpfs={GIT_DIR_MOUNT: checkout_repo.tmpfs_options(self._user)},
         )
         try:
