@@ -52,6 +52,14 @@ NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 PROXY_PORT = 8888
 PROXY_MOUNT = "/run/worker-proxy"
 READY_TIMEOUT_S = 15.0
+#: Connections tinyproxy serves at once, one thread each; later ones wait in its listen backlog
+#: (1024) until a thread is free. npm 8's proxy agent opens a CONNECT for every tarball at once.
+MAX_CLIENTS = 64
+#: The sidecar's process limit, which counts threads: tinyproxy's main one, a thread per client,
+#: and the readiness probe, with room to spare. At `pids == MAX_CLIENTS` the 64th thread could not
+#: start; tinyproxy then closes the client unanswered ("Could not allocate memory for child"),
+#: and npm 8 waits out its fetch timeout on that socket (class-transformer's set-up, issue 45).
+SIDECAR_PIDS = MAX_CLIENTS + 16
 _HOST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$")
 _UPSTREAM = re.compile(r"^(?:[^\s@/:]+(?::[^\s@/]*)?@)?[A-Za-z0-9_.-]+:\d{1,5}$")
 _REFUSED = re.compile(r'refused on filtered domain "([^"]+)"')
@@ -136,7 +144,7 @@ def tinyproxy_config(plan: NetworkPlan, *, allow_subnet: str) -> str:
         "# One set-up's egress proxy, written by worker (sandbox/setup/network.py).",
         f"Port {PROXY_PORT}",
         "Timeout 600",
-        "MaxClients 64",
+        f"MaxClients {MAX_CLIENTS}",
         "LogLevel Notice",  # refusals are notices; each connection would be one more line
         "DisableViaHeader Yes",
         f"Allow {allow_subnet}",
@@ -257,7 +265,9 @@ class ProxyFence:
         spec = ContainerSpec(
             image=self._image,
             command=["tinyproxy", "-d", "-c", f"{PROXY_MOUNT}/tinyproxy.conf"],
-            hardening=Hardening(user=_sidecar_user(), memory_mb=64, pids=64, cpus=1, tmp_mb=8),
+            hardening=Hardening(
+                user=_sidecar_user(), memory_mb=64, pids=SIDECAR_PIDS, cpus=1, tmp_mb=8
+            ),
             network=self.network,
             name=self.sidecar,
             labels={**self._labels, "worker.phase": "setup-proxy"},
