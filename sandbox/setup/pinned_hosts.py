@@ -11,39 +11,59 @@ So the worker resolves each host once, before the sidecar starts, and Docker wri
 addresses into the sidecar's /etc/hosts (`extra_hosts`), which glibc reads before asking DNS.
 Only where the daemon shares this machine (the "mounted" placement): a daemon elsewhere may see
 other answers (a registry's name inside a company network), so there the sidecar resolves as
-before. A name this machine cannot resolve is left to the sidecar too. IPv4 only: Docker's
-networks here have no IPv6 route, and the proxy tries the addresses in turn.
+before. A name this machine cannot resolve, or not within 2 s, is left to the sidecar too. IPv4
+only: Docker's networks here have no IPv6 route, and the proxy tries the addresses in turn.
 """
 
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 #: Addresses kept per host: a CDN answers with a few; tinyproxy tries them in turn.
 MAX_ADDRESSES = 4
+#: How long the look-ups may take together, all at once: a resolver that has not answered by
+#: then (none reachable, offline) leaves those hosts to the sidecar, as before, rather than
+#: delaying every set-up by glibc's 10 s a host.
+RESOLVE_WITHIN_S = 2.0
 
 Resolver = Callable[..., list[tuple[Any, ...]]]
 
 
-def pinned_hosts(hosts: Iterable[str], *, resolve: Resolver = socket.getaddrinfo) -> list[str]:
-    """Docker's `extra_hosts` lines (`name:address`) for the hosts that resolve here.
+def pinned_hosts(
+    hosts: Iterable[str],
+    *,
+    resolve: Resolver = socket.getaddrinfo,
+    within_s: float = RESOLVE_WITHIN_S,
+) -> list[str]:
+    """Docker's `extra_hosts` lines (`name:address`) for the hosts that resolve here in time.
 
     >>> pinned_hosts(["localhost", "127.0.0.1"])
     ['localhost:127.0.0.1']
     """
-    lines: list[str] = []
-    for host in dict.fromkeys(hosts):
-        if _is_ipv4(host):
-            continue  # an address needs no name service
+    names = [h for h in dict.fromkeys(hosts) if not _is_ipv4(h)]  # an address needs no look-up
+    found: dict[str, list[str]] = {}
+
+    def look_up(host: str) -> None:
         try:
-            found = resolve(host, None, socket.AF_INET, socket.SOCK_STREAM)
+            infos = resolve(host, None, socket.AF_INET, socket.SOCK_STREAM)
         except (OSError, UnicodeError):
-            continue
-        addresses = list(dict.fromkeys(str(info[4][0]) for info in found))
-        lines += [f"{host}:{a}" for a in addresses[:MAX_ADDRESSES]]
-    return lines
+            return
+        found[host] = list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+    # All at once, each in a daemon thread: a look-up cannot be cancelled, and one still running
+    # at the deadline is left behind rather than waited for.
+    threads = [threading.Thread(target=look_up, args=(h,), daemon=True) for h in names]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + within_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    done = dict(found)
+    return [f"{h}:{a}" for h in names for a in done.get(h, [])[:MAX_ADDRESSES]]
 
 
 def _is_ipv4(host: str) -> bool:
