@@ -6,6 +6,7 @@ the test's own container, never a metadata address)."""
 
 from __future__ import annotations
 
+import doctest
 import hashlib
 import os
 import subprocess
@@ -24,6 +25,7 @@ from sandbox.container.owner import Owner
 from sandbox.container.prune import sweep_leftovers
 from sandbox.ecosystems.python.installer import PIP
 from sandbox.errors import SandboxUsageError
+from sandbox.setup import pinned_hosts as pinned_hosts_module
 from sandbox.setup.cache import (
     SetupFailed,
     SetupSpec,
@@ -31,14 +33,17 @@ from sandbox.setup.cache import (
     setup_key,
 )
 from sandbox.setup.network import (
+    SIDECAR_PIDS,
     ProxyFence,
     filter_text,
     network_error_in,
     plan_network,
     tinyproxy_config,
 )
+from sandbox.setup.pinned_hosts import pinned_hosts
 from sandbox.worktree.scratch import OWNER_FILE
 from tests.pkg_index import (
+    TEST_LABEL,
     bridge_network,
     make_package_index,  # noqa: F401 (a fixture, used by name)
     serve_folder,
@@ -390,7 +395,7 @@ def test_the_proxy_sidecar_is_hardened_serves_its_network_only_and_goes_with_it(
         host = sidecar.attrs["HostConfig"]
         assert host["ReadonlyRootfs"] and host["CapDrop"] == ["ALL"]
         assert host["SecurityOpt"] == ["no-new-privileges"]
-        assert host["Memory"] == 64 * 1024 * 1024 and host["PidsLimit"] == 64
+        assert host["Memory"] == 64 * 1024 * 1024 and host["PidsLimit"] == SIDECAR_PIDS
         assert sidecar.attrs["Config"]["User"] not in ("", "0", "0:0", "root")
         assert set(sidecar.attrs["NetworkSettings"]["Networks"]) == {fence.network, egress}
         assert docker_client.networks.get(fence.network).attrs["Internal"]
@@ -407,6 +412,64 @@ def test_the_proxy_sidecar_is_hardened_serves_its_network_only_and_goes_with_it(
         docker_client.containers.get(fence.sidecar)
     with pytest.raises(docker.errors.NotFound):
         docker_client.networks.get(fence.network)
+
+
+# A registry host that holds every connection it is given (never accepting: the kernel's
+# backlog completes the handshake), as a registry's TLS endpoint holds a tunnel.
+HOLDER = (
+    "import socket, time; s = socket.socket(); s.bind(('', 8000)); s.listen(1024); time.sleep(600)"
+)
+# npm 8's proxy agent (https-proxy-agent 5) ignores maxsockets: `npm ci` of a large lockfile
+# opens a CONNECT for every tarball at once, and hangs on one the proxy closes unanswered.
+# 100 clients at once, each holding its tunnel for a second: each must be answered.
+BURST = """
+import socket, sys, threading, time
+proxy, target, answers = sys.argv[1], sys.argv[2], []
+def one():
+    try:
+        s = socket.create_connection((proxy, 8888), 30)
+        s.sendall(f"CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n".encode())
+        answers.append(s.recv(100).split(b"\\r\\n")[0].decode() or "closed unanswered")
+        time.sleep(1)
+        s.close()
+    except OSError as exc:
+        answers.append(type(exc).__name__)
+threads = [threading.Thread(target=one) for _ in range(100)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(sorted(set(answers)), answers.count("HTTP/1.0 200 Connection established"))
+"""
+
+
+def test_a_burst_of_connects_is_queued_by_the_sidecar_not_dropped(
+    docker_client, sandbox_image, egress, tmp_path
+):
+    holder = docker_client.containers.run(
+        sandbox_image, ["python3", "-c", HOLDER], detach=True, network=egress,
+        name=f"holder-{os.urandom(4).hex()}", labels={TEST_LABEL: "1"}, user="1000:1000",
+    )  # fmt: skip
+    try:
+        environ = {"PIP_INDEX_URL": f"http://{holder.name}:8000/simple/"}
+        plan = plan_network("index", installer=PIP, env_names=(), environ=environ)
+        with ProxyFence(
+            client=docker_client, image=sandbox_image, plan=plan, egress_network=egress,
+            config_dir=tmp_path / "proxy",
+        ) as fence:  # fmt: skip
+            out = docker_client.containers.run(
+                sandbox_image, ["python3", "-c", BURST, fence.sidecar, f"{holder.name}:8000"],
+                network=fence.network, remove=True, user="1000:1000",
+            )  # fmt: skip
+    finally:
+        holder.remove(force=True)
+    assert bytes(out).decode().split() == [
+        "['HTTP/1.0",
+        "200",
+        "Connection",
+        "established']",
+        "100",
+    ]
 
 
 def test_the_users_own_proxy_becomes_the_sidecars_upstream(
@@ -562,6 +625,13 @@ def test_the_allow_list_holds_pypi_and_the_users_index_hosts_only():
 def test_what_the_proxy_cannot_fence_is_refused_in_words(environ):
     with pytest.raises(SandboxUsageError, match="--setup-network full|index URL"):
         plan_network("index", installer=PIP, env_names=(), environ=environ)
+
+
+def test_the_proxy_is_given_the_addresses_this_machine_resolves_once():
+    # What would reach the resolver is left to the sidecar: an address, a name that does not
+    # resolve here (a container's name on the test's network, a malformed one).
+    assert pinned_hosts(["localhost", "127.0.0.1", "a..b", "localhost"]) == ["localhost:127.0.0.1"]
+    assert doctest.testmod(pinned_hosts_module).failed == 0
 
 
 def test_network_failures_are_named():

@@ -43,6 +43,7 @@ from sandbox.container.create import ContainerSpec, Hardening, create_container
 from sandbox.container.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.setup.installer import PLAIN, Installer
+from sandbox.setup.pinned_hosts import pinned_hosts
 from sandbox.worktree.workspace import SANDBOX_UID
 
 NetworkMode = Literal["index", "full", "none"]
@@ -52,6 +53,19 @@ NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
 PROXY_PORT = 8888
 PROXY_MOUNT = "/run/worker-proxy"
 READY_TIMEOUT_S = 15.0
+#: Connections tinyproxy serves at once, one thread each; later ones wait in its listen backlog
+#: (1024) until a thread is free. npm 8's proxy agent opens a CONNECT for every tarball at once.
+MAX_CLIENTS = 64
+#: The sidecar's process limit, which counts threads: tinyproxy's main one, a thread per client,
+#: and the readiness probe, with room to spare. At `pids == MAX_CLIENTS` the 64th thread could not
+#: start; tinyproxy then closes the client unanswered ("Could not allocate memory for child"),
+#: and npm 8 waits out its fetch timeout on that socket (class-transformer's set-up, issue 45).
+SIDECAR_PIDS = MAX_CLIENTS + 16
+#: Where a host is not pinned (sandbox/setup/pinned_hosts.py), tinyproxy resolves it for every
+#: connection, up to MAX_CLIENTS at once. A look-up a resolver dropped is asked again after 1 s,
+#: up to 5 times, not after glibc's 5 s twice: of 64 parallel look-ups on this machine 12-14
+#: failed so, none with these options.
+SIDECAR_ENV = {"RES_OPTIONS": "timeout:1 attempts:5"}
 _HOST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$")
 _UPSTREAM = re.compile(r"^(?:[^\s@/:]+(?::[^\s@/]*)?@)?[A-Za-z0-9_.-]+:\d{1,5}$")
 _REFUSED = re.compile(r'refused on filtered domain "([^"]+)"')
@@ -136,7 +150,7 @@ def tinyproxy_config(plan: NetworkPlan, *, allow_subnet: str) -> str:
         "# One set-up's egress proxy, written by worker (sandbox/setup/network.py).",
         f"Port {PROXY_PORT}",
         "Timeout 600",
-        "MaxClients 64",
+        f"MaxClients {MAX_CLIENTS}",
         "LogLevel Notice",  # refusals are notices; each connection would be one more line
         "DisableViaHeader Yes",
         f"Allow {allow_subnet}",
@@ -257,13 +271,17 @@ class ProxyFence:
         spec = ContainerSpec(
             image=self._image,
             command=["tinyproxy", "-d", "-c", f"{PROXY_MOUNT}/tinyproxy.conf"],
-            hardening=Hardening(user=_sidecar_user(), memory_mb=64, pids=64, cpus=1, tmp_mb=8),
+            hardening=Hardening(
+                user=_sidecar_user(), memory_mb=64, pids=SIDECAR_PIDS, cpus=1, tmp_mb=8
+            ),
             network=self.network,
             name=self.sidecar,
             labels={**self._labels, "worker.phase": "setup-proxy"},
             mounts=[mount],
             working_dir="/",
-            environment={},
+            environment=SIDECAR_ENV,
+            # Resolved here once, where the daemon shares this machine's resolver.
+            extra_hosts=() if copied else pinned_hosts(_names_resolved_by_the_proxy(self._plan)),
         )
         try:
             container = create_container(self._client, spec)
@@ -428,6 +446,13 @@ def _no_proxy_matches(hosts: list[str], environ: Mapping[str, str]) -> tuple[str
         if e.strip()
     ]
     return tuple(h for h in hosts if any(e == "" or h == e or h.endswith("." + e) for e in entries))
+
+
+def _names_resolved_by_the_proxy(plan: NetworkPlan) -> tuple[str, ...]:
+    """The allowed hosts; behind the user's proxy, that proxy and the hosts kept off it."""
+    if not plan.upstream:
+        return plan.allowed_hosts
+    return (*plan.direct_hosts, plan.upstream.rpartition("@")[2].rpartition(":")[0])
 
 
 def _sidecar_user() -> str:

@@ -85,11 +85,13 @@ CACHE_ENV = {
     "npm_config_audit": "false",
     "YARN_CACHE_FOLDER": f"{CACHE_DIR}/yarn",
     "npm_config_store_dir": f"{CACHE_DIR}/pnpm-store",
-    # Through the fence's one proxy: fewer sockets at once, and a dropped one tried again (npm's
-    # default, 2 retries after 10 s, lost a tarball of jest's 300 to a reset here). The resets
-    # are tinyproxy's: it answers HTTP/1.1 with no `Connection: close` and then closes, so npm
-    # reuses a dead socket for an http:// registry. Retried soon (1, 2, 4 ... 32 s), not after
-    # npm's factor of 10 (2, 20, 60 s): jest's npm ci took 88 s through the fence, 11 s so.
+    # Through the fence's one proxy: fewer sockets at once (npm 10's, Node 18's and later here; npm
+    # 8's proxy agent ignores maxsockets and asks for every tarball at once, which the fence's proxy
+    # queues: sandbox/setup/network.py, MAX_CLIENTS), and a dropped one tried again (npm's default,
+    # 2 retries after 10 s, lost a tarball of jest's 300 to a reset here). The resets are
+    # tinyproxy's: it answers HTTP/1.1 with no `Connection: close` and then closes, so npm reuses a
+    # dead socket for an http:// registry. Retried soon (1, 2, 4 ... 32 s), not after npm's factor
+    # of 10 (2, 20, 60 s): jest's npm ci took 88 s through the fence, 11 s so.
     "npm_config_maxsockets": "8",
     "npm_config_fetch_retries": "6",
     "npm_config_fetch_retry_mintimeout": "1000",
@@ -97,7 +99,8 @@ CACHE_ENV = {
     # A fetch that stalls is given up after 2 min, not npm's 5: the corpus's js-yaml and
     # class-transformer set-ups (Node 16's npm 8, 2026-12-07) had batches of 8 tarball fetches
     # hang through the fence until the 5-min timeout, each then fetched at its 2nd or 3rd try,
-    # and ran past set-up's 900 s.
+    # and ran past set-up's 900 s. The stalls were the fence's (sandbox/setup/network.py:
+    # SIDECAR_PIDS; sandbox/setup/pinned_hosts.py); this bounds any stall left.
     "npm_config_fetch_timeout": "120000",
     # Yarn Berry's fetch, likewise (50 at once by default: 17 of sapphiredev/utilities' 1,500
     # tarballs came back as the fence's 500, and the install failed).
