@@ -1,5 +1,5 @@
 """How many look-ups a second this machine's resolver answers, and how many it drops: why the
-set-up fence's proxy is given its hosts resolved once (sandbox/setup/pinned_hosts.py).
+set-up fence's proxy asks again after 1 s (sandbox/setup/network.py: SIDECAR_ENV).
 
     PYTHONPATH=$PWD python3 bench/dns_rate.py [--threads 4 16 64] [--seconds 10] [HOST]
 

@@ -6,7 +6,6 @@ the test's own container, never a metadata address)."""
 
 from __future__ import annotations
 
-import doctest
 import hashlib
 import os
 import subprocess
@@ -25,7 +24,6 @@ from sandbox.container.owner import Owner
 from sandbox.container.prune import sweep_leftovers
 from sandbox.ecosystems.python.installer import PIP
 from sandbox.errors import SandboxUsageError
-from sandbox.setup import pinned_hosts as pinned_hosts_module
 from sandbox.setup.cache import (
     SetupFailed,
     SetupSpec,
@@ -40,7 +38,6 @@ from sandbox.setup.network import (
     plan_network,
     tinyproxy_config,
 )
-from sandbox.setup.pinned_hosts import pinned_hosts
 from sandbox.worktree.scratch import OWNER_FILE
 from tests.pkg_index import (
     TEST_LABEL,
@@ -625,13 +622,6 @@ def test_the_allow_list_holds_pypi_and_the_users_index_hosts_only():
 def test_what_the_proxy_cannot_fence_is_refused_in_words(environ):
     with pytest.raises(SandboxUsageError, match="--setup-network full|index URL"):
         plan_network("index", installer=PIP, env_names=(), environ=environ)
-
-
-def test_the_proxy_is_given_the_addresses_this_machine_resolves_once():
-    # What would reach the resolver is left to the sidecar: an address, a name that does not
-    # resolve here (a container's name on the test's network, a malformed one).
-    assert pinned_hosts(["localhost", "127.0.0.1", "a..b", "localhost"]) == ["localhost:127.0.0.1"]
-    assert doctest.testmod(pinned_hosts_module).failed == 0
 
 
 def test_network_failures_are_named():

@@ -92,8 +92,6 @@ class ContainerSpec:
     environment: Mapping[str, str] | None = None
     #: More tmpfs mounts (path: options) beside the hardening's /tmp.
     tmpfs: Mapping[str, str] | None = None
-    #: Lines for the container's /etc/hosts, `name:address` (Docker's --add-host).
-    extra_hosts: Sequence[str] = ()
 
     def docker_args(self) -> dict[str, Any]:
         """The keyword arguments of `client.containers.create`."""
@@ -112,7 +110,6 @@ class ContainerSpec:
             "name": self.name,
             "labels": None if self.labels is None else dict(self.labels),
             "mounts": list(self.mounts) or None,
-            "extra_hosts": list(self.extra_hosts) or None,
             "working_dir": self.working_dir,
             "environment": None if self.environment is None else dict(self.environment),
         }

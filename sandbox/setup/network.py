@@ -43,7 +43,6 @@ from sandbox.container.create import ContainerSpec, Hardening, create_container
 from sandbox.container.docker_sandbox import DAEMON_ERRORS, LABEL, run_labels
 from sandbox.errors import SandboxError, SandboxUsageError
 from sandbox.setup.installer import PLAIN, Installer
-from sandbox.setup.pinned_hosts import pinned_hosts
 from sandbox.worktree.workspace import SANDBOX_UID
 
 NetworkMode = Literal["index", "full", "none"]
@@ -61,10 +60,9 @@ MAX_CLIENTS = 64
 #: start; tinyproxy then closes the client unanswered ("Could not allocate memory for child"),
 #: and npm 8 waits out its fetch timeout on that socket (class-transformer's set-up, issue 45).
 SIDECAR_PIDS = MAX_CLIENTS + 16
-#: Where a host is not pinned (sandbox/setup/pinned_hosts.py), tinyproxy resolves it for every
-#: connection, up to MAX_CLIENTS at once. A look-up a resolver dropped is asked again after 1 s,
-#: up to 5 times, not after glibc's 5 s twice: of 64 parallel look-ups on this machine 12-14
-#: failed so, none with these options.
+#: tinyproxy resolves a host for every connection, up to MAX_CLIENTS at once (it has no cache).
+#: A look-up a resolver dropped is asked again after 1 s, up to 5 times, not after glibc's 5 s
+#: twice: of 64 parallel look-ups on this machine 12-14 failed so, none with these options.
 SIDECAR_ENV = {"RES_OPTIONS": "timeout:1 attempts:5"}
 _HOST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$")
 _UPSTREAM = re.compile(r"^(?:[^\s@/:]+(?::[^\s@/]*)?@)?[A-Za-z0-9_.-]+:\d{1,5}$")
@@ -280,8 +278,6 @@ class ProxyFence:
             mounts=[mount],
             working_dir="/",
             environment=SIDECAR_ENV,
-            # Resolved here once, where the daemon shares this machine's resolver.
-            extra_hosts=() if copied else pinned_hosts(_names_resolved_by_the_proxy(self._plan)),
         )
         try:
             container = create_container(self._client, spec)
@@ -446,13 +442,6 @@ def _no_proxy_matches(hosts: list[str], environ: Mapping[str, str]) -> tuple[str
         if e.strip()
     ]
     return tuple(h for h in hosts if any(e == "" or h == e or h.endswith("." + e) for e in entries))
-
-
-def _names_resolved_by_the_proxy(plan: NetworkPlan) -> tuple[str, ...]:
-    """The allowed hosts; behind the user's proxy, that proxy and the hosts kept off it."""
-    if not plan.upstream:
-        return plan.allowed_hosts
-    return (*plan.direct_hosts, plan.upstream.rpartition("@")[2].rpartition(":")[0])
 
 
 def _sidecar_user() -> str:

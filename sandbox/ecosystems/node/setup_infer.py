@@ -100,7 +100,7 @@ CACHE_ENV = {
     # class-transformer set-ups (Node 16's npm 8, 2026-12-07) had batches of 8 tarball fetches
     # hang through the fence until the 5-min timeout, each then fetched at its 2nd or 3rd try,
     # and ran past set-up's 900 s. The stalls were the fence's (sandbox/setup/network.py:
-    # SIDECAR_PIDS; sandbox/setup/pinned_hosts.py); this bounds any stall left.
+    # SIDECAR_PIDS, SIDECAR_ENV); this bounds any stall left.
     "npm_config_fetch_timeout": "120000",
     # Yarn Berry's fetch, likewise (50 at once by default: 17 of sapphiredev/utilities' 1,500
     # tarballs came back as the fence's 500, and the install failed).
