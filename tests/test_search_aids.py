@@ -109,7 +109,7 @@ def test_top_suspects_are_asked_again_warmer_with_their_own_pointed_prompt(make_
         answer("replace", pinned("calc.py", LINE_5, 5, "return total / len(values)")),
     ]
     with ScriptedServer(script=script) as server:
-        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "5",
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--moves", "--edit-samples", "5",
                        base_url=server.base_url)  # fmt: skip
         server.assert_all_used()
     assert proc.returncode == 0, proc.stderr
@@ -218,8 +218,8 @@ def test_a_missing_statement_is_added_after_a_suspect_line(make_repo, tmp_path):
         answer("replace", pinned("calc.py", if_line, 5, "seen.add(item)")),
     ]
     with ScriptedServer(script=script) as server:
-        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
-                       base_url=server.base_url)  # fmt: skip
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--moves", "--edit-samples", "2",
+                       "--no-converse", base_url=server.base_url)  # fmt: skip
         server.assert_all_used()
     assert proc.returncode == 0, proc.stderr
     moves = [(e["line"], e["move"]) for e in events(out, "sample_focus")]
@@ -252,8 +252,8 @@ def test_on_a_flat_ranking_a_small_function_is_rewritten_whole(make_repo, tmp_pa
         ),
     ]
     with ScriptedServer(script=script) as server:
-        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
-                       base_url=server.base_url)  # fmt: skip
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--moves", "--edit-samples", "2",
+                       "--no-converse", base_url=server.base_url)  # fmt: skip
         server.assert_all_used()
     assert proc.returncode == 0, proc.stderr
     assert [(e["line"], e["move"]) for e in events(out, "sample_focus")] == [
@@ -364,8 +364,8 @@ def test_a_missing_statement_is_added_before_a_return(make_repo, tmp_path):
         answer("replace", pinned("calc.py", RETURN_5, 5, kept + "\n" + RETURN_5)),
     ]
     with ScriptedServer(script=script) as server:
-        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--edit-samples", "2", "--no-converse",
-                       base_url=server.base_url)  # fmt: skip
+        proc = run_fix(repo, out, *JSON_MODE, "--locate", "--moves", "--edit-samples", "2",
+                       "--no-converse", base_url=server.base_url)  # fmt: skip
         server.assert_all_used()
     assert proc.returncode == 0, proc.stderr
     moves = [(e["line"], e["move"]) for e in events(out, "sample_focus")]

@@ -153,7 +153,12 @@ def test_on_a_flat_ranking_the_second_sample_rewrites_the_function_whole(tmp_pat
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(
-        first_tools=EDITS, edit_samples=5, suspects=FLAT, functions=(AREA_FN,), converse=False
+        first_tools=EDITS,
+        edit_samples=5,
+        suspects=FLAT,
+        functions=(AREA_FN,),
+        converse=False,
+        moves=True,
     )
     assert start(agent, env).verification.passed
     assert env.files["calc.py"] == AREA.replace("height = abs(w)", "height = abs(h)")
@@ -178,7 +183,12 @@ def test_a_flat_rankings_rewrite_that_did_not_fix_is_retried_warmer_then_the_lin
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(
-        first_tools=EDITS, edit_samples=5, suspects=FLAT, functions=(AREA_FN,), converse=False
+        first_tools=EDITS,
+        edit_samples=5,
+        suspects=FLAT,
+        functions=(AREA_FN,),
+        converse=False,
+        moves=True,
     )
     with pytest.raises(SamplesSpent):
         start(agent, env)
@@ -203,7 +213,12 @@ def test_a_rewrite_that_gives_the_function_back_is_not_retried(tmp_path):
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
     agent.opening = FirstEdits(
-        first_tools=EDITS, edit_samples=5, suspects=FLAT, functions=(AREA_FN,), converse=False
+        first_tools=EDITS,
+        edit_samples=5,
+        suspects=FLAT,
+        functions=(AREA_FN,),
+        converse=False,
+        moves=True,
     )
     assert start(agent, env).verification.passed
     # No warmer rewrite, and the unchanged one ran no tests: the suite ran at the start, then
@@ -244,7 +259,9 @@ def test_a_missing_statement_is_added_by_the_insertion_sample(tmp_path):
         call("replace", **at, old=IF_LINE.text, line=5, new="    seen.add(item)"),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.opening = FirstEdits(first_tools=EDITS, edit_samples=4, suspects=SHARP, converse=False)
+    agent.opening = FirstEdits(
+        first_tools=EDITS, edit_samples=4, suspects=SHARP, converse=False, moves=True
+    )
     assert start(agent, env).verification.passed
     assert env.files["calc.py"] == DEDUPE.replace(
         "            out.append", "            seen.add(item)\n            out.append"
