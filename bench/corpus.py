@@ -44,6 +44,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -282,17 +283,17 @@ def run_reference(
 
 def run_sandbox(
     entry: Entry, work: Path, *, flags: tuple[str, ...], timeout_s: float,
-    env: dict[str, str] | None = None,
+    env: dict[str, str] | None = None, worker: Path = ROOT,
 ) -> dict[str, Any]:  # fmt: skip
     """`worker sandbox run-tests --repo R --json` with `flags` (none: the measurement; else the
-    entry's workaround), this checkout's code, on a fresh clone; `env` added to its
-    environment."""
+    entry's workaround), the code of the checkout `worker` (this one unless --worker), on a
+    fresh clone; `env` added to its environment."""
     where = work / entry.name
     clone = where / "box"
     result: dict[str, Any] = {
         "name": entry.name,
         "commit": entry.commit,
-        "worker": worker_commit(),
+        "worker": worker_commit(worker),
         "date": datetime.date.today().isoformat(),
         "duration_s": None,
         "summary": None,
@@ -306,8 +307,8 @@ def run_sandbox(
     started = time.monotonic()
     with subprocess.Popen(
         [*command, *flags, "--json"],
-        cwd=ROOT,
-        env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
+        cwd=worker,
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(worker)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -331,8 +332,21 @@ def run_sandbox(
     return result | {
         "exit_code": code,
         "error": error.removeprefix("worker: error: "),
+        **setup_seconds(lines),
         "setup": [ln for ln in lines if "set-up" in ln][:6],
         "environment": [ln for ln in lines if ln.startswith("environment:")][:3],
+    }
+
+
+def setup_seconds(lines: Sequence[str]) -> dict[str, Any]:
+    """The set-up's own seconds ("set-up done in 12.3s"; None when it was a cached image's tag
+    lookup) and the seconds spent building toolchain images first ("built NAME ... in 40 s")."""
+    done = [float(m[1]) for ln in lines if (m := re.search(r"set-up done in ([\d.]+)s", ln))]
+    built = [float(m[1]) for ln in lines if (m := re.match(r"built \S+ .*in ([\d.]+) s$", ln))]
+    return {
+        "setup_s": done[-1] if done else None,
+        "setup_cached": any(ln.startswith("set-up cached:") for ln in lines),
+        "images_built_s": sum(built),
     }
 
 
@@ -340,9 +354,9 @@ def _setup_env_flags(names: Sequence[str]) -> list[str]:
     return [flag for name in names for flag in ("--setup-env", name)]
 
 
-def worker_commit() -> str:
-    head = git("rev-parse", "--short", "HEAD", cwd=ROOT)
-    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT).returncode != 0
+def worker_commit(root: Path = ROOT) -> str:
+    head = git("rev-parse", "--short", "HEAD", cwd=root)
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=root).returncode != 0
     return head + ("+changes" if dirty else "")
 
 
@@ -446,14 +460,14 @@ def reference_side(entry: Entry, work: Path, *, args: argparse.Namespace, python
 
 def sandbox_side(
     entry: Entry, work: Path, *, workaround: bool, timeout_s: float, setup_env: Sequence[str] = (),
-    mirror: Path,
+    mirror: Path, worker: Path = ROOT,
 ) -> None:  # fmt: skip
     """Run the sandbox side and keep its result (`setup_env`: host variables passed to set-up,
     what this machine needs of every repository, not a workaround of one)."""
     flags = (*(entry.workaround if workaround else ()), *_setup_env_flags(setup_env))
     say(f"{entry.name}: sandbox{' ' + ' '.join(flags) if flags else ''}")
     with go_proxy_env(entry, work, mirror) as env:  # a Go entry's modules, served meanwhile
-        result = run_sandbox(entry, work, flags=flags, timeout_s=timeout_s, env=env)
+        result = run_sandbox(entry, work, flags=flags, timeout_s=timeout_s, env=env, worker=worker)
     write_json(sandbox_file(entry, work, workaround=workaround), result)
     shown = Side.from_sandbox(result["summary"], error=result["error"])
     problem = f"; {shown.problem}" if shown.problem else ""
@@ -487,6 +501,11 @@ def main() -> int:
         "--setup-env", action="append", metavar="NAME",
         help="a host variable passed to every sandbox set-up (run-tests --setup-env)",
     )  # fmt: skip
+    parser.add_argument(
+        "--worker", type=Path, default=ROOT,
+        help="the checkout whose worker runs the sandbox side (default this one; another "
+        "commit's worktree measures the before of a before/after)",
+    )  # fmt: skip
     parser.add_argument("--install", action="append", help="an ad hoc repository's install")
     parser.add_argument("--test", help="an ad hoc repository's test command")
     parser.add_argument("--commit", help="an ad hoc repository's commit (default: HEAD)")
@@ -510,7 +529,8 @@ def main() -> int:
             reference_side(entry, work, args=args, python=version)
         if not args.reference_only:
             sandbox_side(entry, work, workaround=args.with_workarounds, timeout_s=args.timeout,
-                         setup_env=args.setup_env or (), mirror=args.mirror)  # fmt: skip
+                         setup_env=args.setup_env or (), mirror=args.mirror,
+                         worker=args.worker.resolve())  # fmt: skip
     text = table([row(e, work, workaround=args.with_workarounds) for e in entries])
     work.mkdir(parents=True, exist_ok=True)
     name = "table-workarounds.md" if args.with_workarounds else "table.md"
