@@ -81,11 +81,10 @@ RUNNABLE_SUFFIXES = frozenset(
 #: folder is test data (a TOML library's `tests/examples/*.toml`, which its tests write back).
 SETTINGS_SUFFIXES = frozenset({".toml", ".ini", ".cfg"})
 Protection = Literal["locked", "fixture"]
-# Writing into .git could plant hooks that run on the host: no setting lifts this.
-_ALWAYS_WRITE_DENY: tuple[str, ...] = ("**/.git/**",)
-# Nor reading: the copy's .git is the sandbox's own repository (a mount of the container's, not
-# the user's history), and a tree's own .git is never copied; read_deny's default says it too.
-_ALWAYS_READ_DENY: tuple[str, ...] = ("**/.git/**",)
+# Neither read nor written, whatever the settings: writing into .git could plant hooks that run
+# on the host, and the copy's .git is the sandbox's own repository (a mount of the container's,
+# not the user's history; a tree's own .git is never copied). read_deny's default says it too.
+_GIT_INTERNALS: tuple[str, ...] = ("**/.git/**",)
 _MAX_PATH_CHARS = 4096
 
 
@@ -398,7 +397,7 @@ class PathPolicy:
         shown = rel or "."
         if rel and _first_match(self.read_allow, rel, ignore_case=False) is None:
             return _refuse("read_allow", f"{shown} is outside the readable paths {self.read_allow}")
-        if _first_match(_ALWAYS_READ_DENY, rel, ignore_case=True) is not None:
+        if _first_match(_GIT_INTERNALS, rel, ignore_case=True) is not None:
             return _refuse("git-internals", "files inside .git cannot be read or written")
         if (glob := _first_match(self.read_deny, rel, ignore_case=True)) is not None:
             return _refuse(
@@ -409,7 +408,7 @@ class PathPolicy:
             return Decision(allowed=True, rule="read", reason="readable")
         if not rel:
             return _refuse("root", "the repository root is a directory, not a file")
-        if (glob := _first_match(_ALWAYS_WRITE_DENY, rel, ignore_case=True)) is not None:
+        if (glob := _first_match(_GIT_INTERNALS, rel, ignore_case=True)) is not None:
             return _refuse("git-internals", "files inside .git cannot be written")
         if not self.allow_edit_tests and (
             glob := _first_match(self.test_globs, rel, ignore_case=True)
