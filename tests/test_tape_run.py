@@ -156,3 +156,40 @@ def test_tape_s_ids_have_their_file_printed_passes_are_not_a_pass_and_a_fix_is(s
     verdict = judge(fixed, baseline=baseline)
     assert verdict.passed and verdict.rule == "junit", verdict.describe()
     assert "tape JUnit" in verdict.describe()
+
+
+@pytest.fixture
+def nyc_sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxSession]:
+    """The project's tests run by `nyc tape`, nyc 10.3.2: its spawn-wrap starts tape's bin in a
+    process whose first main is a shim, the bin run later by `Module.runMain`."""
+    manifest = json.loads(PROJECT["package.json"])
+    manifest["scripts"]["test"] = "nyc --reporter=text tape 'test/**/*.{js,mjs}'"
+    manifest["devDependencies"]["nyc"] = "10.3.2"
+    repo = make_repo({**PROJECT, "package.json": json.dumps(manifest)}, commit=False)
+    npm_install(docker_client, node_image, repo)
+    git(repo, "add", "-A", "-f")
+    git(repo, "commit", "-q", "-m", "initial")
+    spec = BoxSpec(
+        client=docker_client,
+        image=node_image,
+        limits=Limits(memory_mb=512, command_timeout_s=60),
+        protect=language_paths().protection,
+    )
+    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
+        yield session
+
+
+def test_tape_under_nyc_s_spawn_wrap_is_judged_by_id_and_a_fix_passes(nyc_sandbox):
+    baseline = run(nyc_sandbox)
+    assert baseline.summary is not None, baseline.render()
+    assert baseline.summary.failing_ids() == FAILING
+    outcomes = dict(baseline.summary.outcomes)
+    # The token was taken out before the test files loaded, in the process nyc started too.
+    assert outcomes["test/sum.test.mjs::the run token is not in a test's environment"] == "passed"
+    assert outcomes["test/other.test.js::mean"] == "passed"
+    assert "All files" in baseline.result.output  # nyc's own coverage table: nyc ran it
+
+    (nyc_sandbox.workspace.path / "src/mean.js").write_text(MEAN_FIX)
+    fixed = run(nyc_sandbox)
+    verdict = judge(fixed, baseline=baseline)
+    assert verdict.passed and verdict.rule == "junit", verdict.describe()

@@ -13,7 +13,10 @@
 //
 // The token and the report's path come in WORKER_RUN_TOKEN and WORKER_TAPE_REPORT and are
 // taken out of the environment here, before a test file loads: kept in this closure only.
-// In any other process (`nyc`, a test's child `node`) this file does nothing.
+// In any other process (`nyc`, a test's child `node`) this file does nothing. A process whose
+// main is not yet known when this file loads (nyc 10-14's spawn-wrap shim: its argv names the
+// shim, and it runs nyc's wrap.js, then tape's bin, each by `Module.runMain` with the argv
+// rewritten) decides when tape's bin is the main run, still before tape or a test file loads.
 //
 // How an outcome is known: tape's own events on each test ('prerun', 'result' for each
 // assertion, 'end'), and an uncaught exception (which ends tape) given to the test that ran.
@@ -26,14 +29,8 @@ const path = require('path')
 const url = require('url')
 
 const CLI = /(?:\.bin[\\/]tape|[\\/]tape[\\/]bin[\\/]tape)$/
-const active = CLI.test(process.argv[1] || '') && !!process.env.WORKER_RUN_TOKEN
-const token = active ? process.env.WORKER_RUN_TOKEN : ''
-const reportPath = active ? process.env.WORKER_TAPE_REPORT || '' : ''
-if (active) {
-  // Test files, and every process they start, run without them.
-  delete process.env.WORKER_RUN_TOKEN
-  delete process.env.WORKER_TAPE_REPORT
-}
+let token = ''
+let reportPath = ''
 const root = process.env.WORKER_TEST_ROOT || process.cwd()
 const records = [] // every test we were told of, in the order tape queued them
 const running = [] // the tests started and not ended, innermost last
@@ -213,7 +210,12 @@ function report(code) {
   )
 }
 
-if (active) {
+function start() {
+  token = process.env.WORKER_RUN_TOKEN
+  reportPath = process.env.WORKER_TAPE_REPORT || ''
+  // Test files, and every process they start, run without them.
+  delete process.env.WORKER_RUN_TOKEN
+  delete process.env.WORKER_TAPE_REPORT
   hookTape()
   // An uncaught throw ends tape (it has no handler): the test that ran is its error.
   process.on('uncaughtExceptionMonitor', (error) => {
@@ -231,4 +233,22 @@ if (active) {
       process.stderr.write(`worker: the tape report was not written: ${error}\n`)
     }
   })
+}
+
+const isTape = () => CLI.test(process.argv[1] || '') && !!process.env.WORKER_RUN_TOKEN
+if (isTape()) {
+  start()
+} else if (process.env.WORKER_RUN_TOKEN) {
+  const Module = require('module')
+  const runMain = Module.runMain
+  if (typeof runMain === 'function') {
+    // Each main the shim's chain starts (the shim, nyc's wrap.js, then tape's bin) comes here.
+    Module.runMain = function () {
+      if (isTape()) {
+        Module.runMain = runMain
+        start()
+      }
+      return runMain.apply(this, arguments)
+    }
+  }
 }
