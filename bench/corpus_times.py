@@ -7,7 +7,8 @@ Each DIR is a `--work` folder of `bench/corpus.py --sandbox-only` (WORK/NAME/san
 cell is `set-up s / run s (passed)`: the set-up's own line ("set-up done in"), `cached` where
 it was a tag lookup, `-` where none ran (a project with nothing to install, or a run that
 failed before it); the run is the whole `run-tests`; toolchain images a run had to build first
-are added as `+img N s`. The last row holds the medians of the cells that have a figure.
+are added as `+img N s`. The last row holds the medians: of the set-ups that ran (`cached` where
+every one was a tag lookup) and of the runs that gave a per-test report.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def _passed(data: dict[str, Any]) -> str:
     if counts:
         failed = counts.get("failed", 0) + counts.get("errors", 0)
         return f"{counts.get('passed', 0)} passed" + (f", {failed} failed" if failed else "")
-    return "no report" if summary else (data.get("error") or "no result")[:40]
+    error = (data.get("error") or "no result").split(" of /")[0]
+    return "no report" if summary else error[:48]
 
 
 def cell(data: dict[str, Any] | None) -> str:
@@ -60,20 +62,26 @@ def table(names: list[str], sides: list[tuple[str, Path]]) -> str:
     lines.append("|---" * (len(sides) + 1) + "|")
     setups: list[list[float]] = [[] for _ in sides]
     runs: list[list[float]] = [[] for _ in sides]
+    cached = [0 for _ in sides]
     for name in names:
         row = []
         for i, (_, folder) in enumerate(sides):
             data = _read(folder / name / "sandbox.json")
             row.append(cell(data))
-            if data and data.get("duration_s"):
+            if data is None:
+                continue
+            if data.get("setup_cached"):
+                cached[i] += 1
+            elif data.get("setup_s") is not None:
+                setups[i].append(float(data["setup_s"]))
+            if data.get("duration_s") and (data.get("summary") or {}).get("counts"):
                 runs[i].append(float(data["duration_s"]))
-                if data.get("setup_cached"):
-                    setups[i].append(0.0)
-                elif data.get("setup_s") is not None:
-                    setups[i].append(float(data["setup_s"]))
         lines.append(f"| {name} | " + " | ".join(row) + " |")
-    medians = [f"{_median(s)} / {_median(r)}" for s, r in zip(setups, runs, strict=True)]
-    lines.append("| median (set-up / run) | " + " | ".join(medians) + " |")
+    medians = [
+        f"{_median(s) if s or not c else 'cached'} / {_median(r)} ({len(r)} with a report)"
+        for s, r, c in zip(setups, runs, cached, strict=True)
+    ]
+    lines.append("| median: set-up that ran / run | " + " | ".join(medians) + " |")
     return "\n".join(lines)
 
 
