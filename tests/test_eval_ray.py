@@ -221,9 +221,10 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_nothing(
 ):
     tasks, _ = _tasks(make_repo, tmp_path, [MEAN_BUG] * 4)
     out = tmp_path / "ray"
-    # In their model call when Ctrl-C comes (a few seconds after the second call starts); the
-    # driver's graceful cancel lasts until that call answers, so no longer than needed.
-    slow = tool_call("apply_patch", {"patch": MEAN_FIX}, delay=30.0)
+    # In their model call when Ctrl-C comes, a call that would not answer for 10 minutes: the
+    # cancel reaches each attempt at once (its fix process ended mid-call), not when the call
+    # answers, nor after the driver's 90 s of grace.
+    slow = tool_call("apply_patch", {"patch": MEAN_FIX}, delay=600.0)
     with ScriptedServer(script=[slow] * 4) as server:
         proc = _start(_command(tasks, out, server.base_url, "--ray", cluster.address))
         try:
@@ -232,7 +233,7 @@ def test_ctrl_c_on_the_driver_cancels_its_tasks_and_leaves_nothing(
             # model's run prepares while the model thinks) labelled.
             assert len({c["worker.attempt"] for c in _labelled(docker_client, out)}) == 2
             proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=120)
+            _, stderr = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()

@@ -11,6 +11,7 @@ line, which nothing below it may import.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -79,7 +80,10 @@ class FixProcesses:
             with self._lock:
                 self._running[proc.pid] = proc
             try:
-                exit_code = proc.wait(timeout=limit)
+                # Always with a timeout: Popen.wait then polls, and a Ray cancel's
+                # KeyboardInterrupt, raised into this thread, lands within 50 ms. With none it
+                # blocks in waitpid, and the cancel waits for the whole run to end.
+                exit_code = proc.wait(timeout=math.inf if limit is None else limit)
             except subprocess.TimeoutExpired:
                 exit_code = end_group(proc)
             except BaseException:  # a cancelled Ray task (KeyboardInterrupt): the run ends too
