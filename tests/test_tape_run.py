@@ -94,9 +94,11 @@ def npm_install(docker_client, node_image: str, repo: Path) -> None:
         )  # fmt: skip
 
 
-@pytest.fixture
-def sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxSession]:
-    repo = make_repo(PROJECT, commit=False)
+def open_project(
+    docker_client, node_image: str, make_repo, tmp_path: Path, files: dict[str, str]
+) -> Iterator[SandboxSession]:
+    """`files` installed and committed (node_modules too), then a session on them."""
+    repo = make_repo(files, commit=False)
     npm_install(docker_client, node_image, repo)
     git(repo, "add", "-A", "-f")
     git(repo, "commit", "-q", "-m", "initial")
@@ -108,6 +110,11 @@ def sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxS
     )
     with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
         yield session
+
+
+@pytest.fixture
+def sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[SandboxSession]:
+    yield from open_project(docker_client, node_image, make_repo, tmp_path, PROJECT)
 
 
 def run(session: SandboxSession, ids: list[str] | None = None):
@@ -165,18 +172,8 @@ def nyc_sandbox(docker_client, node_image, make_repo, tmp_path) -> Iterator[Sand
     manifest = json.loads(PROJECT["package.json"])
     manifest["scripts"]["test"] = "nyc --reporter=text tape 'test/**/*.{js,mjs}'"
     manifest["devDependencies"]["nyc"] = "10.3.2"
-    repo = make_repo({**PROJECT, "package.json": json.dumps(manifest)}, commit=False)
-    npm_install(docker_client, node_image, repo)
-    git(repo, "add", "-A", "-f")
-    git(repo, "commit", "-q", "-m", "initial")
-    spec = BoxSpec(
-        client=docker_client,
-        image=node_image,
-        limits=Limits(memory_mb=512, command_timeout_s=60),
-        protect=language_paths().protection,
-    )
-    with open_session(repo, spec=spec, run_dir=tmp_path / "run") as session:
-        yield session
+    files = {**PROJECT, "package.json": json.dumps(manifest)}
+    yield from open_project(docker_client, node_image, make_repo, tmp_path, files)
 
 
 def test_tape_under_nyc_s_spawn_wrap_is_judged_by_id_and_a_fix_passes(nyc_sandbox):
