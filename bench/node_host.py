@@ -173,6 +173,10 @@ def node_env(work: Path, home: Path) -> dict[str, str]:
             # yarnPath project), not a "latest" looked up and refused for its signature.
             "COREPACK_DEFAULT_TO_LATEST": "0",
         }
+        # The machine's own corepack setting, passed as the sandbox's set-up passes it
+        # (sandbox/ecosystems/node/setup_infer.py: PASSED): where a registry serves packages
+        # signed with keys this corepack does not know, COREPACK_INTEGRITY_KEYS=0.
+        | {k: os.environ[k] for k in ("COREPACK_INTEGRITY_KEYS",) if k in os.environ}
     )
 
 
