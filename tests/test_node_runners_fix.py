@@ -50,6 +50,8 @@ BODY = (
     "  it('is not tested here', () => {});\n"
     "});\n"
 )
+TSC_OPTIONS = {"strict": True, "noEmit": True, "skipLibCheck": True, "module": "esnext",
+               "moduleResolution": "bundler"}  # fmt: skip
 RUNNERS = {
     # runner: (test script, test file, its import line, the failing ids)
     "vitest": (
@@ -63,6 +65,15 @@ RUNNERS = {
     # so the run must be able to write there (node_modules itself lives in the set-up image).
     "vitest.config.mts": (
         "vitest run",
+        "test/stats.test.js",
+        "import { describe, it } from 'vitest';\nimport { mean } from '../src/stats.js';\n",
+        ["test/stats.test.js::mean > averages three numbers",
+         "test/stats.test.js::mean > averages one number"],
+    ),
+    # A type check: tsc writes its build info into vitest's own dist folder, in the set-up
+    # image; the run must be able to write there, or vitest fails the run after the tests.
+    "vitest --typecheck": (
+        "vitest run --typecheck",
         "test/stats.test.js",
         "import { describe, it } from 'vitest';\nimport { mean } from '../src/stats.js';\n",
         ["test/stats.test.js::mean > averages three numbers",
@@ -105,18 +116,28 @@ def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
     registry, env = registries
     script, test_file, imports, failing = RUNNERS[runner]
     config = {}
+    dependencies = {}
+    passing = 1  # sum's test; and a type test, where there is one
     if runner.endswith(".mts"):
         config = {
             runner: "import { defineConfig } from 'vitest/config';\n"
             "export default defineConfig({ test: { include: ['test/**'] } });\n"
         }
         runner = "vitest"
+    elif runner.endswith("--typecheck"):
+        config = {
+            "tsconfig.json": json.dumps({"compilerOptions": TSC_OPTIONS, "include": ["test"]}),
+            "test/stats.test-d.ts": "import { expectTypeOf, test } from 'vitest';\n"
+            "test('a number', () => { expectTypeOf(1).toBeNumber(); });\n",
+        }
+        runner, passing = "vitest", 2
+        dependencies["typescript"] = stored_version("typescript")
     package = {
         "name": f"stats-{runner}-{uuid.uuid4().hex[:8]}",  # a set-up of its own: cold first
         "version": "1.0.0",
         "private": True,
         "scripts": {"test": script},
-        "devDependencies": {runner: stored_version(runner)},
+        "devDependencies": {runner: stored_version(runner), **dependencies},
     }
     if runner == "vitest":
         package["type"] = "module"
@@ -144,7 +165,7 @@ def test_a_runner_s_project_is_set_up_fixed_and_verified_by_test_id(
     assert setup["command"].startswith("npm ci"), setup["command"]
     assert setup["cached"] is False
     assert r["tests_before"]["failing"] == failing
-    assert r["tests_before"]["counts"]["passed"] == 1
+    assert r["tests_before"]["counts"]["passed"] == passing
     assert r["status"] == "fixed" and r["verdict"]["rule"] == "junit", r["verdict"]
     if runner != "mocha":
         docker_client.images.remove(setup["image"], force=True)

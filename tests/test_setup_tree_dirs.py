@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sandbox.ecosystems.node.setup_infer import SCRATCH
 from sandbox.setup.tree_dirs import find_tree_dirs, link_paths
 from sandbox.worktree.overlay import lay_over, link_target
 
@@ -80,3 +81,30 @@ def test_a_moved_folder_keeps_what_its_links_named(tmp_path):
     # The installer's scratch folders are links to the run's /tmp, in the folders it names only.
     assert os.readlink(moved / ".cache") == "/tmp" and os.readlink(moved / ".vite-temp") == "/tmp"
     assert os.listdir(dest / ".yarn/cache") == []
+
+
+def test_a_file_vitest_s_type_check_writes_inside_its_dist_is_a_link_into_tmp(tmp_path):
+    # tsc writes vitest's build info into vitest's own dist folder, which the tests' read-only
+    # root cannot take: a link to a file of its own in /tmp, where npm and where pnpm put it.
+    workspace, dest = tmp_path / "workspace", tmp_path / "deps"
+    store = "node_modules/.pnpm/vitest@{}/node_modules/vitest/dist"
+    hoisted, pnpm, older = "node_modules/vitest/dist", store.format("5.1.2"), store.format("4.0.1")
+    other = "node_modules/.pnpm/vite@7.0.0/node_modules/vite/dist"
+    for folder in (hoisted, pnpm, older, other):
+        (workspace / folder).mkdir(parents=True)
+    (workspace / older / "tsconfig.tmp.tsbuildinfo").write_text("left by set-up")
+    subprocess.run(
+        [sys.executable, str(MOVE_DIRS), str(workspace), str(dest), json.dumps(SCRATCH)]
+        + ["node_modules"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    links = [os.readlink(dest / f / "tsconfig.tmp.tsbuildinfo") for f in (hoisted, pnpm)]
+    assert all(ln.startswith("/tmp/worker-scratch-") for ln in links)
+    assert all(ln.endswith("-tsconfig.tmp.tsbuildinfo") for ln in links)
+    assert links[0] != links[1]  # a file of its own for each
+    kept = dest / older / "tsconfig.tmp.tsbuildinfo"  # what set-up left is never laid over
+    assert not kept.is_symlink() and kept.read_text() == "left by set-up"
+    assert os.listdir(dest / other) == []
+    assert os.readlink(dest / "node_modules/.vite-temp") == "/tmp"

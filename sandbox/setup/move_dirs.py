@@ -10,9 +10,14 @@ made absolute, so it still names the same place in the tree; links within it (pn
 `.pnpm` store, `.bin`) stay as they are. SCRATCH is a JSON list of `FOLDER/NAME`: a moved
 folder called FOLDER gets a link NAME -> /tmp, where absent, because the tests' sandbox has a
 read-only root and test tools write there (the installer says which: Node's `.cache`, `.vite`,
-`.vite-temp`, `.vitest-cache` in node_modules). One JSON line on stdout lists the folders moved.
+`.vite-temp`, `.vitest-cache` in node_modules). A NAME with a `/` in it is a file a tool writes
+deeper inside (vitest's type check: `vitest/dist/tsconfig.tmp.tsbuildinfo`; its folders may be
+glob patterns, for pnpm's `.pnpm/*/node_modules/vitest`): in each folder that matches, a link
+to a file of its own in /tmp, where absent. One JSON line on stdout lists the folders moved.
 """
 
+import glob
+import hashlib
 import json
 import os
 import shutil
@@ -37,6 +42,22 @@ def relink(moved, old):
             os.symlink(was, path)
 
 
+def link_scratch(moved, name):
+    """`name` inside `moved` a link into /tmp, where absent: a folder name to /tmp itself, a
+    deeper file (its folders a glob) to a file of its own there, named after its place."""
+    if "/" not in name:
+        if not os.path.lexists(os.path.join(moved, name)):
+            os.symlink("/tmp", os.path.join(moved, name))
+        return
+    parent, file = name.rsplit("/", 1)
+    for folder in sorted(glob.glob(os.path.join(glob.escape(moved), parent))):
+        path = os.path.join(folder, file)
+        if os.path.islink(folder) or not os.path.isdir(folder) or os.path.lexists(path):
+            continue
+        digest = hashlib.sha256(os.path.relpath(path, moved).encode()).hexdigest()[:16]
+        os.symlink(f"/tmp/worker-scratch-{digest}-{file}", path)
+
+
 def main():
     workspace, dest, rels = sys.argv[1], sys.argv[2], sys.argv[4:]
     scratch = [str(s).split("/", 1) for s in json.loads(sys.argv[3]) if "/" in str(s)]
@@ -56,8 +77,8 @@ def main():
             return 1
         relink(dst, src)
         for folder, name in scratch:
-            if os.path.basename(rel) == folder and not os.path.lexists(os.path.join(dst, name)):
-                os.symlink("/tmp", os.path.join(dst, name))
+            if os.path.basename(rel) == folder:
+                link_scratch(dst, name)
         os.symlink(dst, src)
         moved.append(rel)
     print(json.dumps(moved))

@@ -216,11 +216,18 @@ INPUTS = (
 
 #: What test tools write inside node_modules while the tests run, as links to the run's /tmp:
 #: find-cache-dir's `.cache` (ava, babel-loader, nyc), vite's and vitest's caches (`.vitest`:
-#: vitest before 1.0, whose run fails at its end without it), and vite's bundled config
-#: (`.vite-temp`, written before any test of a `vitest.config.mts` project).
+#: vitest before 1.0, whose run fails at its end without it), vite's bundled config
+#: (`.vite-temp`, written before any test of a `vitest.config.mts` project), and the build
+#: info of vitest's type check (`--typecheck`: tsc writes it into vitest's own dist folder, as
+#: npm and yarn place it and as pnpm does).
 SCRATCH = tuple(
-    f"node_modules/{name}" for name in (".cache", ".vite", ".vite-temp", ".vitest", ".vitest-cache")
-)
+    f"node_modules/{name}"
+    for name in (
+        ".cache", ".vite", ".vite-temp", ".vitest", ".vitest-cache",
+        "vitest/dist/tsconfig.tmp.tsbuildinfo",
+        ".pnpm/vitest@*/node_modules/vitest/dist/tsconfig.tmp.tsbuildinfo",
+    )
+)  # fmt: skip
 
 
 def node_installer(manager: PackageManager, *, hosts: tuple[str, ...]) -> Installer:
