@@ -88,6 +88,18 @@ def pins(request: dict[str, Any]) -> dict[str, Any] | None:
     return dict(request["pins"]["replace"]) if request["pins"] else None
 
 
+def flat_opening(*, moves: bool) -> FirstEdits:
+    """Five first-edit samples on area's flat ranking, its function known, the moves as asked."""
+    return FirstEdits(
+        first_tools=EDITS,
+        edit_samples=5,
+        suspects=FLAT,
+        functions=(AREA_FN,),
+        converse=False,
+        moves=moves,
+    )
+
+
 def test_an_insertion_keeps_its_line_and_adds_the_answer_at_the_blocks_indentation():
     at = {"path": "calc.py", "old": IF_LINE.text, "line": 5}
     # The model wrote the line to add (its own indentation set aside)...
@@ -152,14 +164,7 @@ def test_on_a_flat_ranking_the_second_sample_rewrites_the_function_whole(tmp_pat
         call("replace", path="calc.py", old=AREA_FN.text, line=1, new=fixed),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.opening = FirstEdits(
-        first_tools=EDITS,
-        edit_samples=5,
-        suspects=FLAT,
-        functions=(AREA_FN,),
-        converse=False,
-        moves=True,
-    )
+    agent.opening = flat_opening(moves=True)
     assert start(agent, env).verification.passed
     assert env.files["calc.py"] == AREA.replace("height = abs(w)", "height = abs(h)")
     whole = model.requests[1]
@@ -182,14 +187,7 @@ def test_a_flat_rankings_rewrite_that_did_not_fix_is_retried_warmer_then_the_lin
         call("replace", **at, old=FLAT[1].text, line=4, new="height = abs(w) * 1"),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.opening = FirstEdits(
-        first_tools=EDITS,
-        edit_samples=5,
-        suspects=FLAT,
-        functions=(AREA_FN,),
-        converse=False,
-        moves=True,
-    )
+    agent.opening = flat_opening(moves=True)
     with pytest.raises(SamplesSpent):
         start(agent, env)
     asked = [
@@ -212,14 +210,7 @@ def test_a_rewrite_that_gives_the_function_back_is_not_retried(tmp_path):
         call("replace", **at, old=FLAT[1].text, line=4, new="height = abs(h)"),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.opening = FirstEdits(
-        first_tools=EDITS,
-        edit_samples=5,
-        suspects=FLAT,
-        functions=(AREA_FN,),
-        converse=False,
-        moves=True,
-    )
+    agent.opening = flat_opening(moves=True)
     assert start(agent, env).verification.passed
     # No warmer rewrite, and the unchanged one ran no tests: the suite ran at the start, then
     # after the greedy edit, line 3's and the fix.
@@ -239,10 +230,7 @@ def test_with_the_moves_off_the_samples_go_as_before_them(tmp_path):
         call("replace", **at, old=FLAT[0].text, line=3, new="width = w"),
     ])  # fmt: skip
     agent = make_agent(model, env, tmp_path)
-    agent.opening = FirstEdits(
-        first_tools=EDITS, edit_samples=5, suspects=FLAT, functions=(AREA_FN,), converse=False,
-        moves=False,
-    )  # fmt: skip
+    agent.opening = flat_opening(moves=False)
     with pytest.raises(SamplesSpent):
         start(agent, env)
     asked = [(pins(r) and pins(r)["line"], r["temperature"]) for r in model.requests]
